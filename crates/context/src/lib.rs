@@ -1,0 +1,1 @@
+//! Pure logic: prompt assembly (eight blocks), note block, untrusted research blocks, compaction.

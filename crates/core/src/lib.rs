@@ -1,0 +1,15 @@
+//! Shared pure types of gamepilot: monotonic time as a value, geometry, the transform chain, frames and ids.
+//!
+//! Nothing here touches X11, threads, sockets or the clock; every other crate may depend on it.
+
+pub mod frame;
+pub mod geometry;
+pub mod ids;
+pub mod time;
+pub mod transform;
+
+pub use frame::{Frame, FrameView, PixelFormat};
+pub use geometry::{Point, Rect, Size};
+pub use ids::{ElementId, SubgoalId};
+pub use time::MonoTime;
+pub use transform::{ScreenPoint, TransformChain, TransformError};

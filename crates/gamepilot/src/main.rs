@@ -1,0 +1,2 @@
+//! The gamepilot binary.
+fn main() {}

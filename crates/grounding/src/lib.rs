@@ -1,0 +1,1 @@
+//! Pure logic: per-tick output schema, verification verdicts, suppression, failure attribution, grounding path statistics.

@@ -1,0 +1,1 @@
+//! IO edge: tesseract-backed OCR with its worker thread and region cache.

@@ -1,0 +1,2 @@
+//! The practice game.
+fn main() {}

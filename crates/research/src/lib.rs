@@ -1,0 +1,1 @@
+//! IO edge: search and fetch backends for research skills; results are untrusted context.

@@ -1,0 +1,1 @@
+//! Test support: Xvfb/Xephyr harness that launches the practice game and cleans up every process it started.
