@@ -5,11 +5,13 @@
 pub mod frame;
 pub mod geometry;
 pub mod ids;
+pub mod keys;
 pub mod time;
 pub mod transform;
 
 pub use frame::{Frame, FrameView, PixelFormat};
 pub use geometry::{Point, Rect, Size};
 pub use ids::{ElementId, SubgoalId};
+pub use keys::{Chord, KeyError, Keysym};
 pub use time::MonoTime;
 pub use transform::{ScreenPoint, TransformChain, TransformError};

@@ -1,2 +1,76 @@
-//! The gamepilot binary.
-fn main() {}
+//! The gamepilot binary: parses the command line and dispatches to one subcommand module each.
+//!
+//! `main` is `exit(run(parse()))`; every subcommand returns an exit code or an error printed with `{:#}`.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// gamepilot — a local agent that plays a game through its window.
+#[derive(Parser)]
+#[command(name = "gamepilot", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check the machine: display, X extensions, capture, tesseract, model host; say how to fix each failure.
+    Doctor(cmd::doctor::Args),
+    /// List windows: id, title, class, pid, geometry.
+    Windows(cmd::windows::Args),
+    /// Capture one window to a PNG.
+    Capture(cmd::capture::Args),
+    /// Observe a window or an image: OCR text, elements, marks (observation.json + marks.png).
+    Observe(cmd::observe::Args),
+    /// Classify consecutive frames: unchanged / local / motion / scene.
+    Classify(cmd::classify::Args),
+    /// Check or evaluate sensor expression files.
+    Sensor(cmd::sensor::Args),
+    /// Run a JSON-lines action script through the executor with every interlock.
+    Act(cmd::act::Args),
+    /// Play a window toward a goal with a local model.
+    Run(cmd::run::Args),
+    /// The demo: practice game on a virtual display, played by the agent with the small model.
+    Demo(cmd::demo::Args),
+    /// Replay a recording through the logic crates and diff the decisions.
+    Replay(cmd::replay::Args),
+    /// Write a self-contained HTML report of a recording.
+    Report(cmd::report::Args),
+    /// Print benchmark figures for the platform paths (capture, executor, interlocks, model).
+    Bench(cmd::bench::Args),
+    /// The guardian process (started by the core; not for direct use).
+    #[command(hide = true)]
+    Guardian(cmd::guardian::Args),
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Windows(a) => cmd::windows::run(a),
+        Command::Capture(a) => cmd::capture::run(a),
+        Command::Observe(a) => cmd::observe::run(a),
+        Command::Classify(a) => cmd::classify::run(a),
+        Command::Sensor(a) => cmd::sensor::run(a),
+        Command::Act(a) => cmd::act::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Guardian(a) => cmd::guardian::run(a),
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gamepilot: error: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,1 +1,8 @@
-//! Test support: Xvfb/Xephyr harness that launches the practice game and cleans up every process it started.
+//! Test support: an Xvfb (or nested Xephyr) test bed that launches the practice game, finds its window and
+//! cleans up every process it started, even when a test fails (Drop kills them).
+
+pub mod arena;
+pub mod xserver;
+
+pub use arena::{Arena, ArenaOptions};
+pub use xserver::{TestBed, TestBedError};

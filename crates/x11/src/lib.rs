@@ -1,1 +1,17 @@
-//! IO edge for X11: window listing, capture, window tracking, the single XTest input sink, user-input watch.
+//! IO edge for X11: window listing, capture, focus queries, the single XTest input sink, server key state.
+//!
+//! Thin by design: logic lives in the pure crates; this crate turns X11 into `Frame`s and
+//! `TransformChain`s, and turns executor output into XTest events in exactly one place (`input.rs`,
+//! FR-ACT-008).
+
+pub mod capture;
+pub mod conn;
+pub mod error;
+pub mod focus;
+pub mod input;
+pub mod windows;
+
+pub use capture::WindowCapturer;
+pub use conn::{Extensions, X11};
+pub use error::X11Error;
+pub use windows::{WindowInfo, WindowSelector};

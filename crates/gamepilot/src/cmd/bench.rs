@@ -1,0 +1,20 @@
+//! `gamepilot bench TOPIC`: prints benchmark figures for platform paths, one module per topic.
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// What to measure.
+    #[command(subcommand)]
+    pub topic: Topic,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Topic {
+    /// Capture cost per frame: Composite+SHM full frame vs plain GetImage.
+    Capture(super::capture::BenchArgs),
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    match args.topic {
+        Topic::Capture(a) => super::capture::bench(a),
+    }
+}

@@ -1,0 +1,64 @@
+//! Helpers shared by subcommands: target-window selection and connecting to the display.
+
+use anyhow::Context as _;
+use gamepilot_x11::{WindowInfo, WindowSelector, X11};
+
+/// How a subcommand names its target window.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct WindowArgs {
+    /// Target window: id (0x… or decimal), a title substring, or class:NAME.
+    #[arg(long, short = 'w')]
+    pub window: Option<String>,
+    /// Target window by process id.
+    #[arg(long, conflicts_with = "window")]
+    pub pid: Option<u32>,
+    /// X display (default: $DISPLAY).
+    #[arg(long)]
+    pub display: Option<String>,
+}
+
+impl WindowArgs {
+    pub fn selector(&self) -> anyhow::Result<WindowSelector> {
+        match (&self.window, self.pid) {
+            (Some(w), _) => Ok(WindowSelector::parse(w)),
+            (None, Some(p)) => Ok(WindowSelector::Pid(p)),
+            (None, None) => anyhow::bail!("name the target window with --window ID|TITLE|class:NAME or --pid PID"),
+        }
+    }
+
+    /// Connect and resolve the target window.
+    pub fn resolve(&self) -> anyhow::Result<(X11, WindowInfo)> {
+        let x = X11::connect(self.display.as_deref())?;
+        let sel = self.selector()?;
+        let w = x.find_window(&sel).with_context(|| format!("finding the target window ({sel})"))?;
+        Ok((x, w))
+    }
+}
+
+/// The error a not-yet-built subcommand returns: named, with the issue that fills it in.
+pub fn not_yet(name: &str, issue: u32) -> anyhow::Result<i32> {
+    anyhow::bail!("`gamepilot {name}` is not available in this build yet (tracked by issue {issue})")
+}
+
+/// Monotonic microseconds since the first call in this process (the binary's clock; logic takes it as a value).
+pub fn now() -> gamepilot_core::MonoTime {
+    use std::sync::OnceLock;
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    gamepilot_core::MonoTime(start.elapsed().as_micros() as u64)
+}
+
+/// Write a frame to a PNG file.
+pub fn save_png(frame: &gamepilot_core::Frame, path: &std::path::Path) -> anyhow::Result<()> {
+    let rgba = frame.view().to_rgba();
+    let img = image::RgbaImage::from_raw(frame.width, frame.height, rgba).context("frame buffer has the wrong size")?;
+    img.save(path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Read a PNG (or any supported image) into an RGBA frame.
+pub fn load_image(path: &std::path::Path) -> anyhow::Result<gamepilot_core::Frame> {
+    let img = image::open(path).with_context(|| format!("reading image {}", path.display()))?.to_rgba8();
+    let (w, h) = img.dimensions();
+    gamepilot_core::Frame::from_rgba(w, h, img.into_raw(), now()).context("image has an unexpected size")
+}
