@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what it needs, then format, lints, structural checks,
+# unit tests, Xvfb integration tests, the real llama-server tests, and the requirement trace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+scripts/install-deps.sh
+if [ -x scripts/setup-llama.sh ]; then scripts/setup-llama.sh; fi
+export CARGO_TERM_COLOR=never
+echo "== fmt";     cargo fmt --all -- --check
+echo "== clippy";  cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== xtask lint"; cargo xtask lint
+echo "== build";   cargo build --workspace --bins --quiet
+echo "== tests"
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast --test-threads 2
+  cargo test --workspace --doc --quiet
+else
+  cargo test --workspace --no-fail-fast -- --test-threads 2
+fi
+echo "== trace";   cargo xtask trace | tail -n 1

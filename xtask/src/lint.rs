@@ -1,0 +1,163 @@
+//! The structural lints: single input call site, dependency firewall, recordings write-only, file docs.
+
+use anyhow::Context as _;
+use std::path::Path;
+use std::process::Command;
+
+/// Crates that must stay pure: no X11, no network, no async runtime.
+const LOGIC_CRATES: &[&str] = &[
+    "gamepilot-core",
+    "gamepilot-sensor",
+    "gamepilot-vision",
+    "gamepilot-executor",
+    "gamepilot-grounding",
+    "gamepilot-context",
+    "gamepilot-planner",
+];
+const FORBIDDEN_IN_LOGIC: &[&str] = &["x11rb", "ureq", "reqwest", "tokio", "hyper", "tesseract"];
+
+/// The one file allowed to synthesise input (FR-ACT-008).
+const INPUT_CALL_SITE: &str = "crates/x11/src/input.rs";
+
+/// Input-synthesis APIs; assembled at run time so this file does not match itself.
+fn synthesis_patterns() -> Vec<String> {
+    vec![
+        ["xtest_", "fake_input"].concat(),
+        ["XTest", "Fake"].concat(),
+        ["/dev/", "uinput"].concat(),
+        ["xdo", "tool key"].concat(),
+        ["xdo", "tool mousemove"].concat(),
+        ["xdo", "tool click"].concat(),
+    ]
+}
+
+pub fn run(root: &Path) -> anyhow::Result<i32> {
+    let mut failures = Vec::new();
+    single_input_call_site(root, &mut failures)?;
+    file_docs(root, &mut failures)?;
+    dependency_firewall(root, &mut failures)?;
+    recordings_write_only(root, &mut failures)?;
+    if failures.is_empty() {
+        println!("xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs)");
+        Ok(0)
+    } else {
+        for f in &failures {
+            println!("LINT FAIL: {f}");
+        }
+        println!("xtask lint: {} failure(s)", failures.len());
+        Ok(1)
+    }
+}
+
+fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).to_string_lossy().replace('\\', "/")
+}
+
+/// FR-ACT-008: a second call site anywhere fails CI.
+fn single_input_call_site(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    let patterns = synthesis_patterns();
+    for dir in ["crates", "xtask", "fuzz"] {
+        for f in crate::rust_files(&root.join(dir)) {
+            let r = rel(root, &f);
+            if r == INPUT_CALL_SITE || r.starts_with("xtask/") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
+            for (i, line) in text.lines().enumerate() {
+                for p in &patterns {
+                    if line.contains(p.as_str()) {
+                        failures.push(format!(
+                            "{r}:{}: input synthesis ({p}) outside {INPUT_CALL_SITE} (FR-ACT-008: exactly one input call site)",
+                            i + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every Rust file starts with a `//!` line saying what it is for.
+fn file_docs(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    for dir in ["crates", "xtask"] {
+        for f in crate::rust_files(&root.join(dir)) {
+            let text = std::fs::read_to_string(&f)?;
+            let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+            if !first.starts_with("//!") {
+                failures.push(format!("{}: first line must be a `//!` doc saying what the file is for", rel(root, &f)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cargo_tree(root: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(root)
+        .arg("tree")
+        .args(args)
+        .args(["--prefix", "none", "--format", "{p}", "--offline"])
+        .output()
+        .context("running cargo tree")?;
+    if !out.status.success() {
+        // Retry online (a fresh machine may not have the index cached for --offline).
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .current_dir(root)
+            .arg("tree")
+            .args(args)
+            .args(["--prefix", "none", "--format", "{p}"])
+            .output()
+            .context("running cargo tree")?;
+        anyhow::ensure!(out.status.success(), "cargo tree {:?} failed: {}", args, String::from_utf8_lossy(&out.stderr));
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Logic crates must not depend (normal or build edges) on x11rb, network clients or async runtimes.
+fn dependency_firewall(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    for krate in LOGIC_CRATES {
+        let tree = cargo_tree(root, &["-p", krate, "-e", "normal,build"])?;
+        for line in tree.lines() {
+            let name = line.split_whitespace().next().unwrap_or("");
+            if FORBIDDEN_IN_LOGIC.contains(&name) {
+                failures.push(format!("{krate} depends on {name}: logic crates must not touch X11, network or async IO"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// INV-CTX-002: only the binary's replay/report commands may use the recording reader.
+fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    let crates_dir = root.join("crates");
+    let Ok(rd) = std::fs::read_dir(&crates_dir) else { return Ok(()) };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "replay" || name == "gamepilot" {
+            continue;
+        }
+        let manifest = e.path().join("Cargo.toml");
+        if let Ok(text) = std::fs::read_to_string(&manifest) {
+            if text.contains("gamepilot-replay") {
+                failures.push(format!(
+                    "crates/{name} depends on gamepilot-replay: recordings are write-only for the agent (INV-CTX-002)"
+                ));
+            }
+        }
+    }
+    for f in crate::rust_files(&root.join("crates/gamepilot/src")) {
+        let r = rel(root, &f);
+        if r.ends_with("cmd/replay.rs") || r.ends_with("cmd/report.rs") || r.ends_with("cmd/mod.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f)?;
+        if text.contains("gamepilot_replay") {
+            failures.push(format!("{r}: only `replay` and `report` may read recordings (INV-CTX-002)"));
+        }
+    }
+    Ok(())
+}
