@@ -98,7 +98,7 @@ fn capture_own_window(x: &X11) -> Result<String, String> {
     let gc = x.conn.generate_id().map_err(|er| e(&er))?;
     x.conn.create_gc(gc, win, &CreateGCAux::new().foreground(0x00_f0_c0_10)).map_err(|er| e(&er))?;
     x.flush().map_err(|er| e(&er))?;
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let result = loop {
         if x.is_mapped(win).unwrap_or(false) {
             let _ = x.conn.poly_fill_rectangle(win, gc, &[Rectangle { x: 8, y: 8, width: 16, height: 16 }]);
