@@ -151,7 +151,7 @@ impl TestBed {
             let atom = atom.reply().map_err(gamepilot_x11::X11Error::from)?.atom;
             let r = x.conn.get_property(false, x.root, atom, AtomEnum::WINDOW, 0, 1).map_err(gamepilot_x11::X11Error::from)?;
             if r.reply().map(|r| r.value_len > 0).unwrap_or(false) {
-                return Ok(());
+                return wait_until_wm_manages(&x);
             }
             if Instant::now() > deadline {
                 return Err(TestBedError::Timeout { what: "openbox".into(), secs: 10 });
@@ -235,4 +235,35 @@ impl Drop for TestBed {
             }
         }
     }
+}
+
+/// Openbox publishes its check window before it handles MapRequests; a window mapped in that gap stays
+/// unmapped. Map a probe window (re-mapping until it becomes viewable) so tests start with a working WM.
+fn wait_until_wm_manages(x: &X11) -> Result<(), TestBedError> {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, WindowClass};
+    let e = gamepilot_x11::X11Error::from;
+    let screen = &x.conn.setup().roots[x.screen_num];
+    let win = x.conn.generate_id().map_err(|er| TestBedError::X11(gamepilot_x11::X11Error::Id(er)))?;
+    x.conn
+        .create_window(0, win, x.root, 0, 0, 8, 8, 0, WindowClass::INPUT_OUTPUT, screen.root_visual, &CreateWindowAux::new())
+        .map_err(e)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let result = loop {
+        x.conn.map_window(win).map_err(e)?;
+        x.flush()?;
+        let step = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < step && !x.is_mapped(win)? {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if x.is_mapped(win)? {
+            break Ok(());
+        }
+        if Instant::now() > deadline {
+            break Err(TestBedError::Timeout { what: "openbox managing windows".into(), secs: 10 });
+        }
+    };
+    let _ = x.conn.destroy_window(win);
+    let _ = x.conn.flush();
+    result
 }
