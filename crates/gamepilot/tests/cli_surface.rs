@@ -22,7 +22,7 @@ fn every_subcommand_has_help() {
 
 /// Start a real game from Debian (sgt-puzzles) on the bed and wait for its window.
 fn start_puzzle(bed: &mut TestBed) -> u32 {
-    let pid = bed.spawn("net", Command::new("/usr/games/net")).unwrap();
+    let pid = bed.spawn("net", Command::new("/usr/games/sgt-net")).unwrap();
     let x = bed.x11().unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
