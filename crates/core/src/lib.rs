@@ -2,6 +2,7 @@
 //!
 //! Nothing here touches X11, threads, sockets or the clock; every other crate may depend on it.
 
+pub mod action;
 pub mod frame;
 pub mod geometry;
 pub mod ids;

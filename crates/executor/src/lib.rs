@@ -1,1 +1,18 @@
-//! Pure logic: the ADR-0035 executor tick (sustained actions, reconciliation, ownership, conflicts, budgets, denied keys, validation).
+//! Pure logic: the ADR-0035 executor tick (sustained actions, reconciliation, ownership, conflicts, budgets,
+//! denied keys, validation), motion profiles and camera calibration.
+//!
+//! Nothing here reads the clock, touches X11, threads or files: time, focus and geometry come in as values
+//! (`TickInput`), input events go out (`TickOutput::events`) to the single input sink (FR-ACT-008).
+
+pub mod calibrate;
+pub mod config;
+pub mod executor;
+pub mod held;
+pub mod motion;
+
+pub use config::{DeniedList, ExecutorConfig, ExecutorError};
+pub use executor::{
+    CancelReason, Context, ExecState, Executor, HaltReason, RejectReason, Rejection, Report, ReportKind,
+    TickInput, TickOutput,
+};
+pub use held::{ActionId, Held, HeldRecord, Input};

@@ -1,0 +1,719 @@
+//! Unit tests of the executor tick: ordering, reconciliation, ownership, conflicts, budgets, denied keys.
+
+use super::*;
+use gamepilot_core::action::MouseButton;
+use gamepilot_core::{ScreenPoint, Size};
+
+const TICK: u64 = 16_667;
+
+fn chain() -> TransformChain {
+    TransformChain::new(Point::new(100, 50), Size::new(640, 480))
+}
+
+fn input(now: MonoTime) -> TickInput {
+    TickInput {
+        now,
+        halt: false,
+        foreground: true,
+        chain: Some(chain()),
+        pointer: Some(Point::new(10, 10)),
+    }
+}
+
+fn ctx(now: MonoTime) -> Context {
+    Context {
+        now,
+        foreground: true,
+        chain: Some(chain()),
+    }
+}
+
+fn intent(json: &str) -> Intention {
+    serde_json::from_str(json).unwrap()
+}
+
+fn sym(name: &str) -> Keysym {
+    Keysym::from_name(name).unwrap()
+}
+
+fn key(name: &str, down: bool) -> InputEvent {
+    InputEvent::Key { sym: sym(name), down }
+}
+
+/// Run ticks from `from` for `ms`, collecting every event with its tick time.
+fn run(ex: &mut Executor, from: MonoTime, ms: u64) -> (Vec<(MonoTime, InputEvent)>, Vec<Report>, MonoTime) {
+    let mut events = Vec::new();
+    let mut reports = Vec::new();
+    let mut t = from;
+    let end = from.plus(Duration::from_millis(ms));
+    while t <= end {
+        let out = ex.tick(&input(t));
+        events.extend(out.events.into_iter().map(|e| (t, e)));
+        reports.extend(out.reports);
+        t = MonoTime(t.0 + TICK);
+    }
+    (events, reports, t)
+}
+
+fn count(events: &[(MonoTime, InputEvent)], e: InputEvent) -> usize {
+    events.iter().filter(|(_, x)| *x == e).count()
+}
+
+#[test]
+fn held_key_emits_one_press_and_one_release() {
+    // FR-ACT-002, ADR-0035 step 4: a key that stays held emits nothing
+    let mut ex = Executor::new(ExecutorConfig::default());
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":1500}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    let (events, reports, _) = run(&mut ex, MonoTime::ZERO, 2000);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0], (MonoTime::ZERO, key("w", true)));
+    assert_eq!(events[1].1, key("w", false));
+    let held_ms = events[1].0.since(events[0].0).as_millis();
+    assert!((1500..1520).contains(&held_ms), "held {held_ms} ms");
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].kind, ReportKind::Finished);
+    assert!(ex.held().is_empty());
+}
+
+#[test]
+fn hold_and_camera_and_button_compose() {
+    // FR-ACT-003, FR-ACT-004
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let c = ctx(MonoTime::ZERO);
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":1500}"#),
+        &c,
+    )
+    .unwrap();
+    ex.submit(
+        &intent(r#"{"action":"camera","dx":300,"dy":-40,"duration_ms":400}"#),
+        &c,
+    )
+    .unwrap();
+    ex.submit(
+        &intent(r#"{"action":"hold_button","button":"left","duration_ms":500}"#),
+        &c,
+    )
+    .unwrap();
+    let (events, _, _) = run(&mut ex, MonoTime::ZERO, 1600);
+    assert_eq!(count(&events, key("w", true)), 1);
+    assert_eq!(count(&events, key("w", false)), 1);
+    assert_eq!(
+        count(
+            &events,
+            InputEvent::Button {
+                button: 1,
+                down: true
+            }
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &events,
+            InputEvent::Button {
+                button: 1,
+                down: false
+            }
+        ),
+        1
+    );
+    let rel: Vec<(i32, i32)> = events
+        .iter()
+        .filter_map(|(_, e)| {
+            if let InputEvent::MotionRelative { dx, dy } = e {
+                Some((*dx, *dy))
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(
+        rel.len() >= 20,
+        "camera must be many small steps, got {}",
+        rel.len()
+    );
+    assert!(rel.iter().all(|(dx, dy)| dx.abs() <= 20 && dy.abs() <= 5));
+    assert_eq!(rel.iter().fold((0, 0), |a, s| (a.0 + s.0, a.1 + s.1)), (300, -40));
+    // No cursor warps for the camera.
+    assert!(!events.iter().any(|(_, e)| matches!(e, InputEvent::MotionTo(_))));
+}
+
+#[test]
+fn contending_actions_are_rejected_with_reasons() {
+    // FR-ACT-003
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let c = ctx(MonoTime::ZERO);
+    let first = ex
+        .submit(
+            &intent(r#"{"action":"hold_key","key":"w","duration_ms":1500,"subgoal":1}"#),
+            &c,
+        )
+        .unwrap();
+    let e = ex
+        .submit(&intent(r#"{"action":"key","key":"W"}"#), &c)
+        .unwrap_err();
+    assert_eq!(
+        e.reason,
+        RejectReason::Conflict {
+            resource: "w".into(),
+            with: first,
+            owner: SubgoalId(1)
+        }
+    );
+    let cam = ex
+        .submit(
+            &intent(r#"{"action":"camera","dx":50,"dy":0,"duration_ms":400}"#),
+            &c,
+        )
+        .unwrap();
+    let e = ex
+        .submit(&intent(r#"{"action":"click","x":5,"y":5}"#), &c)
+        .unwrap_err();
+    assert!(
+        matches!(e.reason, RejectReason::Conflict { with, .. } if with == cam),
+        "{e}"
+    );
+    // A different key composes.
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"shift","duration_ms":100}"#),
+        &c,
+    )
+    .unwrap();
+}
+
+#[test]
+fn selective_cancellation_releases_only_that_owner() {
+    // ADR-0035 ownership, INV-LOOP-002, FR-ACT-007
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let c = ctx(MonoTime::ZERO);
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":3000,"subgoal":1}"#),
+        &c,
+    )
+    .unwrap();
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"d","duration_ms":3000,"subgoal":2}"#),
+        &c,
+    )
+    .unwrap();
+    let (_, _, t) = run(&mut ex, MonoTime::ZERO, 100);
+    assert_eq!(ex.held().len(), 2);
+    let w = ex.held().get(&Input::Key(sym("w"))).copied().unwrap();
+    assert_eq!((w.owner, w.since), (SubgoalId(1), MonoTime::ZERO));
+    let reports = ex.cancel_owner(SubgoalId(1));
+    assert_eq!(reports.len(), 1);
+    assert_eq!(
+        reports[0].kind,
+        ReportKind::Cancelled {
+            reason: CancelReason::Owner
+        }
+    );
+    let out = ex.tick(&input(t));
+    assert_eq!(out.events, vec![key("w", false)]);
+    assert!(out.held_changed);
+    assert_eq!(ex.held().keys().collect::<Vec<_>>(), vec![sym("d")]);
+}
+
+#[test]
+fn halt_flag_is_step_one() {
+    // ADR-0035 step 1, INV-SAFE-002: release everything; nothing below runs (even without focus)
+    let mut ex = Executor::new(ExecutorConfig::default());
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":3000}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    ex.submit(
+        &intent(r#"{"action":"hold_button","duration_ms":3000}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    let (_, _, t) = run(&mut ex, MonoTime::ZERO, 50);
+    let mut i = input(t);
+    i.halt = true;
+    i.foreground = false;
+    let out = ex.tick(&i);
+    assert_eq!(
+        out.events,
+        vec![
+            key("w", false),
+            InputEvent::Button {
+                button: 1,
+                down: false
+            }
+        ]
+    );
+    assert!(out.reports.iter().all(|r| r.kind
+        == ReportKind::Cancelled {
+            reason: CancelReason::Halted
+        }));
+    assert_eq!(
+        ex.state(),
+        ExecState::Halted {
+            reason: HaltReason::HaltFlag
+        }
+    );
+    let e = ex
+        .submit(&intent(r#"{"action":"key","key":"a"}"#), &ctx(t))
+        .unwrap_err();
+    assert_eq!(e.reason, RejectReason::Halted);
+    // Stays halted and silent even once the flag clears, until re-armed.
+    assert!(ex.tick(&input(MonoTime(t.0 + TICK))).events.is_empty());
+    ex.rearm();
+    assert_eq!(ex.state(), ExecState::Armed);
+}
+
+#[test]
+fn foreground_guard_releases_and_emits_nothing_else() {
+    // INV-ACT-001: no event while not foreground; released within one tick
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let c = ctx(MonoTime::ZERO);
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":3000}"#),
+        &c,
+    )
+    .unwrap();
+    ex.submit(
+        &intent(r#"{"action":"camera","dx":300,"dy":0,"duration_ms":1000}"#),
+        &c,
+    )
+    .unwrap();
+    let (_, _, t) = run(&mut ex, MonoTime::ZERO, 100);
+    let mut i = input(t);
+    i.foreground = false;
+    let out = ex.tick(&i);
+    assert_eq!(out.events, vec![key("w", false)]);
+    assert_eq!(out.reports.len(), 2);
+    for k in 1..10 {
+        i.now = MonoTime(t.0 + k * TICK);
+        assert!(ex.tick(&i).events.is_empty());
+    }
+    let e = ex
+        .submit(
+            &intent(r#"{"action":"key","key":"a"}"#),
+            &Context {
+                foreground: false,
+                ..c
+            },
+        )
+        .unwrap_err();
+    assert_eq!(e.reason, RejectReason::NotForeground);
+}
+
+#[test]
+fn user_input_pauses_until_resumed() {
+    // FR-SAFE-002
+    let mut ex = Executor::new(ExecutorConfig::default());
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"a","duration_ms":3000}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    let (_, _, t) = run(&mut ex, MonoTime::ZERO, 50);
+    let out = ex.pause_for_user();
+    assert_eq!(out.events, vec![key("a", false)]);
+    assert_eq!(ex.state(), ExecState::Paused);
+    assert_eq!(
+        ex.submit(&intent(r#"{"action":"key","key":"a"}"#), &ctx(t))
+            .unwrap_err()
+            .reason,
+        RejectReason::Paused
+    );
+    assert!(ex.tick(&input(t)).events.is_empty());
+    ex.resume();
+    assert!(ex
+        .submit(&intent(r#"{"action":"key","key":"a"}"#), &ctx(t))
+        .is_ok());
+}
+
+#[test]
+fn denied_chords_are_never_synthesised() {
+    // INV-ACT-003
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let c = ctx(MonoTime::ZERO);
+    let e = ex
+        .submit(&intent(r#"{"action":"key","key":"alt+F4"}"#), &c)
+        .unwrap_err();
+    assert_eq!(
+        e.reason,
+        RejectReason::DeniedChord {
+            chord: "Alt_L+F4".into()
+        }
+    );
+    assert!(ex
+        .submit(&intent(r#"{"action":"key","key":"Super_L"}"#), &c)
+        .is_err());
+    assert!(ex
+        .submit(
+            &intent(r#"{"action":"hold_key","key":"ctrl+q","duration_ms":100}"#),
+            &c
+        )
+        .is_err());
+    // Composition: alt held by one action, F4 tapped by another.
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"alt","duration_ms":1000}"#),
+        &c,
+    )
+    .unwrap();
+    let f4 = ex.submit(&intent(r#"{"action":"key","key":"F4"}"#), &c).unwrap();
+    let (events, reports, t) = run(&mut ex, MonoTime::ZERO, 100);
+    assert_eq!(count(&events, key("F4", true)), 0, "{events:?}");
+    assert!(reports
+        .iter()
+        .any(|r| r.id == f4 && matches!(r.kind, ReportKind::Blocked { .. })));
+    // Once alt is held, F4 is refused at validation.
+    let e = ex
+        .submit(&intent(r#"{"action":"key","key":"F4"}"#), &ctx(t))
+        .unwrap_err();
+    assert!(matches!(e.reason, RejectReason::DeniedChord { .. }));
+}
+
+#[test]
+fn validation_rejects_with_structured_reasons() {
+    // FR-ACT-006
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let c = ctx(MonoTime::ZERO);
+    let reason = |ex: &mut Executor, j: &str| ex.submit(&intent(j), &c).unwrap_err().reason;
+    assert_eq!(
+        reason(&mut ex, r#"{"action":"click","x":700,"y":10}"#),
+        RejectReason::OutsideWindow {
+            x: 700,
+            y: 10,
+            width: 640,
+            height: 480
+        }
+    );
+    assert_eq!(
+        reason(&mut ex, r#"{"action":"key","key":"Bogus"}"#),
+        RejectReason::UnknownKey { key: "Bogus".into() }
+    );
+    assert_eq!(
+        reason(&mut ex, r#"{"action":"hold_key","key":"w","duration_ms":20000}"#),
+        RejectReason::HoldTooLong {
+            requested_ms: 20000,
+            max_ms: 10000
+        }
+    );
+    assert!(matches!(
+        reason(
+            &mut ex,
+            r#"{"action":"camera","dx":5000,"dy":0,"duration_ms":100}"#
+        ),
+        RejectReason::CameraTooFast { .. }
+    ));
+    assert_eq!(
+        reason(&mut ex, r#"{"action":"type","text":""}"#),
+        RejectReason::EmptyText
+    );
+    assert_eq!(
+        reason(&mut ex, r#"{"action":"type","text":"é"}"#),
+        RejectReason::UnsupportedChar { ch: 'é' }
+    );
+    assert_eq!(
+        reason(&mut ex, r#"{"action":"camera","dx":0,"dy":0,"duration_ms":100}"#),
+        RejectReason::NothingToDo
+    );
+    let no_geom = Context { chain: None, ..c };
+    let e = ex
+        .submit(&intent(r#"{"action":"click","x":1,"y":1}"#), &no_geom)
+        .unwrap_err();
+    assert_eq!(e.reason, RejectReason::NoWindowGeometry);
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(json.contains(r#""kind":"no_window_geometry""#), "{json}");
+    assert_eq!(ex.active(), 0, "nothing was queued");
+}
+
+#[test]
+fn action_rate_budget() {
+    // FR-SAFE-004
+    let cfg = ExecutorConfig {
+        max_actions_per_s: 3,
+        ..Default::default()
+    };
+    let mut ex = Executor::new(cfg);
+    for i in 0..3 {
+        let j = format!(r#"{{"action":"wait","duration_ms":10,"subgoal":{i}}}"#);
+        ex.submit(&intent(&j), &ctx(MonoTime::from_millis(i * 10)))
+            .unwrap();
+    }
+    let e = ex
+        .submit(
+            &intent(r#"{"action":"wait","duration_ms":10}"#),
+            &ctx(MonoTime::from_millis(50)),
+        )
+        .unwrap_err();
+    assert_eq!(e.reason, RejectReason::ActionRateExceeded { limit_per_s: 3 });
+    assert!(ex
+        .submit(
+            &intent(r#"{"action":"wait","duration_ms":10}"#),
+            &ctx(MonoTime::from_millis(1001))
+        )
+        .is_ok());
+}
+
+#[test]
+fn event_rate_budget_throttles_but_never_releases() {
+    // FR-SAFE-004
+    let cfg = ExecutorConfig {
+        max_events_per_s: 10,
+        ..Default::default()
+    };
+    let mut ex = Executor::new(cfg);
+    let c = ctx(MonoTime::ZERO);
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":300}"#),
+        &c,
+    )
+    .unwrap();
+    ex.submit(
+        &intent(r#"{"action":"camera","dx":60,"dy":0,"duration_ms":300}"#),
+        &c,
+    )
+    .unwrap();
+    let (events, _, _) = run(&mut ex, MonoTime::ZERO, 900);
+    let first_second = events
+        .iter()
+        .filter(|(t, e)| t.as_millis() < 1000 && !e.is_release())
+        .count();
+    assert!(
+        first_second <= 10,
+        "{first_second} non-release events in one second"
+    );
+    assert_eq!(count(&events, key("w", false)), 1, "the release passes");
+    let (later, _, _) = run(&mut ex, MonoTime::from_millis(1000), 1000);
+    let total: i32 = events
+        .iter()
+        .chain(later.iter())
+        .filter_map(|(_, e)| {
+            if let InputEvent::MotionRelative { dx, .. } = e {
+                Some(*dx)
+            } else {
+                None
+            }
+        })
+        .sum();
+    assert_eq!(total, 60, "throttled camera steps are caught up, not lost");
+}
+
+#[test]
+fn max_hold_forces_release() {
+    // FR-SAFE-004: an unbounded hold is released at the max hold
+    let cfg = ExecutorConfig {
+        max_hold: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let mut ex = Executor::new(cfg);
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","subgoal":5}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    let (events, reports, _) = run(&mut ex, MonoTime::ZERO, 1000);
+    let up = events
+        .iter()
+        .find(|(_, e)| *e == key("w", false))
+        .expect("forced release");
+    assert!(
+        (500..540).contains(&up.0.as_millis()),
+        "released at {} ms",
+        up.0.as_millis()
+    );
+    assert!(matches!(&reports[0].kind, ReportKind::ForcedRelease { input, .. } if input == "w"));
+    assert_eq!(reports.len(), 1);
+    assert!(ex.held().is_empty());
+    assert_eq!(ex.active(), 0);
+}
+
+#[test]
+fn click_moves_along_a_path_then_presses_in_window() {
+    // FR-ACT-005, INV-GND-002
+    let mut ex = Executor::new(ExecutorConfig::default());
+    ex.submit(
+        &intent(r#"{"action":"click","x":400,"y":300,"button":"right"}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    let (events, reports, _) = run(&mut ex, MonoTime::ZERO, 1000);
+    let moves: Vec<ScreenPoint> = events
+        .iter()
+        .filter_map(|(_, e)| {
+            if let InputEvent::MotionTo(p) = e {
+                Some(*p)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert!(moves.len() >= 5, "a path, not a jump: {}", moves.len());
+    let last = moves.last().unwrap();
+    assert_eq!(
+        (last.x(), last.y()),
+        (500, 350),
+        "ends at the target via the chain"
+    );
+    let down = events
+        .iter()
+        .position(|(_, e)| {
+            *e == InputEvent::Button {
+                button: 3,
+                down: true,
+            }
+        })
+        .unwrap();
+    let up = events
+        .iter()
+        .position(|(_, e)| {
+            *e == InputEvent::Button {
+                button: 3,
+                down: false,
+            }
+        })
+        .unwrap();
+    assert!(events[..down]
+        .iter()
+        .all(|(_, e)| matches!(e, InputEvent::MotionTo(_))));
+    assert!(up > down);
+    let hold = events[up].0.since(events[down].0).as_millis();
+    assert!((50..=140).contains(&hold), "hold {hold} ms");
+    assert_eq!(reports[0].kind, ReportKind::Finished);
+}
+
+#[test]
+fn double_click_type_and_scroll() {
+    // FR-ACT-002, FR-ACT-005
+    let mut ex = Executor::new(ExecutorConfig::default());
+    ex.submit(
+        &intent(r#"{"action":"double_click","x":10,"y":10}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    ex.submit(&intent(r#"{"action":"type","text":"Hi!"}"#), &ctx(MonoTime::ZERO))
+        .unwrap();
+    ex.submit(&intent(r#"{"action":"scroll","dy":-3}"#), &ctx(MonoTime::ZERO))
+        .unwrap();
+    let (events, reports, _) = run(&mut ex, MonoTime::ZERO, 2000);
+    assert_eq!(
+        count(
+            &events,
+            InputEvent::Button {
+                button: 1,
+                down: true
+            }
+        ),
+        2
+    );
+    assert_eq!(
+        count(
+            &events,
+            InputEvent::Button {
+                button: 4,
+                down: true
+            }
+        ),
+        3
+    );
+    assert_eq!(
+        count(
+            &events,
+            InputEvent::Button {
+                button: 4,
+                down: false
+            }
+        ),
+        3
+    );
+    let keys: Vec<InputEvent> = events
+        .iter()
+        .filter(|(_, e)| matches!(e, InputEvent::Key { .. }))
+        .map(|(_, e)| *e)
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            key("Shift_L", true),
+            key("h", true),
+            key("h", false),
+            key("Shift_L", false),
+            key("i", true),
+            key("i", false),
+            key("Shift_L", true),
+            InputEvent::Key {
+                sym: Keysym('!' as u32),
+                down: true
+            },
+            InputEvent::Key {
+                sym: Keysym('!' as u32),
+                down: false
+            },
+            key("Shift_L", false),
+        ]
+    );
+    assert_eq!(reports.len(), 3);
+    assert!(ex.held().is_empty());
+}
+
+#[test]
+fn same_seed_same_events() {
+    // FR-ACT-005: varied yet reproducible
+    let go = |seed| {
+        let mut ex = Executor::new(ExecutorConfig {
+            seed,
+            ..Default::default()
+        });
+        ex.submit(
+            &intent(r#"{"action":"click","x":300,"y":200}"#),
+            &ctx(MonoTime::ZERO),
+        )
+        .unwrap();
+        ex.submit(&intent(r#"{"action":"type","text":"abc"}"#), &ctx(MonoTime::ZERO))
+            .unwrap();
+        run(&mut ex, MonoTime::ZERO, 1500).0
+    };
+    assert_eq!(go(1), go(1));
+    assert_ne!(go(1), go(2));
+}
+
+#[test]
+fn wait_and_session_budget() {
+    // FR-SAFE-004 wall-clock budget
+    let cfg = ExecutorConfig {
+        session_budget: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let mut ex = Executor::new(cfg);
+    let id = ex
+        .submit(
+            &intent(r#"{"action":"wait","duration_ms":500}"#),
+            &ctx(MonoTime::ZERO),
+        )
+        .unwrap();
+    let (events, reports, _) = run(&mut ex, MonoTime::ZERO, 400);
+    assert!(events.is_empty() && reports.is_empty() && ex.is_active(id));
+    let (_, reports, _) = run(&mut ex, MonoTime::from_millis(410), 200);
+    assert_eq!(reports[0].kind, ReportKind::Finished);
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":5000}"#),
+        &ctx(MonoTime::from_millis(700)),
+    )
+    .unwrap();
+    let (events, reports, _) = run(&mut ex, MonoTime::from_millis(700), 1500);
+    assert_eq!(count(&events, key("w", false)), 1);
+    assert_eq!(
+        reports[0].kind,
+        ReportKind::Cancelled {
+            reason: CancelReason::BudgetSpent
+        }
+    );
+    assert_eq!(
+        ex.state(),
+        ExecState::Halted {
+            reason: HaltReason::BudgetSpent
+        }
+    );
+    let _ = MouseButton::Left;
+}
