@@ -75,11 +75,15 @@ pub struct FailureFacts {
 }
 
 /// Attribute one failure. The rules are ordered, first match wins:
-/// 1. input not delivered → execution; 2. unprompted scene change → game; 3. subgoal budget ran out with
-/// working actions → plan; 4. evidence unreadable → perception; 5. no target where the action went →
-/// grounding; 6. the target reacted, not as expected → action choice; 7. the target did not react (whether
-/// or not something else did) → grounding; 8. nothing known → grounding (the most common cause in
-/// practice, and the one suppression addresses).
+///
+/// 1. input not delivered → execution;
+/// 2. unprompted scene change → game;
+/// 3. subgoal budget ran out with working actions → plan;
+/// 4. evidence unreadable → perception;
+/// 5. no target where the action went → grounding;
+/// 6. the target reacted, not as expected → action choice;
+/// 7. the target did not react (whether or not something else did) → grounding;
+/// 8. nothing known → grounding (the most common cause in practice, and the one suppression addresses).
 pub fn attribute(f: &FailureFacts) -> FailureCause {
     if f.execution_failed {
         FailureCause::Execution

@@ -110,7 +110,7 @@ impl PathStats {
         let mut under: Option<(GroundingPath, u64)> = None;
         for p in offered {
             let n = self.counts(scene, *p).total();
-            if n < self.min_trials && under.map_or(true, |(_, m)| n < m) {
+            if n < self.min_trials && !matches!(under, Some((_, m)) if n >= m) {
                 under = Some((*p, n));
             }
         }

@@ -210,11 +210,12 @@ impl Verifier {
         Ok(verdict)
     }
 
-    /// Close every check whose settle window has passed, in issue order.
+    /// Close every check whose settle window has passed (strictly: a sample taken at the deadline itself
+    /// still counts through [`Verifier::observe`]), in issue order.
     pub fn expire(&mut self, now: MonoTime) -> Vec<(ActionId, Verdict)> {
         let mut out = Vec::new();
         self.pending.retain(|p| {
-            if now >= p.deadline {
+            if now > p.deadline {
                 out.push((p.action, Self::closing_verdict(p.latest.flatten())));
                 false
             } else {
@@ -421,8 +422,8 @@ mod tests {
             MonoTime::from_millis(40),
         )
         .unwrap();
-        assert!(v.expire(MonoTime::from_millis(99)).is_empty());
-        let out = v.expire(MonoTime::from_millis(100));
+        assert!(v.expire(MonoTime::from_millis(100)).is_empty());
+        let out = v.expire(MonoTime::from_millis(101));
         assert_eq!(
             out,
             vec![
@@ -431,6 +432,6 @@ mod tests {
                 (ActionId(3), Verdict::Refuted)
             ]
         );
-        assert!(v.cancel(ActionId(9)) == false);
+        assert!(!v.cancel(ActionId(9)));
     }
 }

@@ -1,0 +1,1008 @@
+//! Unit tests of the loop logic: triggers, signals, rungs, stop conditions, plan ownership.
+
+use super::*;
+use crate::plan::{Budget, PostconditionRef, SubgoalSpec};
+use gamepilot_core::ElementId;
+
+struct H {
+    s: LoopState,
+    t: u64,
+    tick: u64,
+    next_action: u64,
+}
+
+fn sg(id: u32) -> SubgoalSpec {
+    SubgoalSpec {
+        id: SubgoalId(id),
+        description: format!("subgoal {id}"),
+        postcondition: PostconditionRef {
+            source: format!("done_{id}"),
+            handle: id as u64,
+        },
+        budget: Budget {
+            max_time_ms: Some(600_000),
+            max_actions: Some(1000),
+        },
+    }
+}
+
+fn plan(ids: &[u32]) -> PlanSpec {
+    PlanSpec {
+        subgoals: ids.iter().map(|i| sg(*i)).collect(),
+    }
+}
+
+impl H {
+    fn new(cfg: LoopConfig) -> H {
+        H {
+            s: LoopState::new(cfg),
+            t: 0,
+            tick: 0,
+            next_action: 1,
+        }
+    }
+
+    /// Started, with plan [1, 2] adopted from pass 1.
+    fn ready(cfg: LoopConfig) -> H {
+        let mut h = H::new(cfg);
+        let c = h.ev(Event::Start { goal: "win".into() });
+        assert_eq!(
+            c,
+            vec![Command::StartDeliberation {
+                pass: 1,
+                trigger: Trigger::Start
+            }]
+        );
+        let c = h.ev(Event::DeliberationDone {
+            pass: 1,
+            plan: Some(plan(&[1, 2])),
+        });
+        assert_eq!(
+            c,
+            vec![
+                Command::PlanAdopted {
+                    plan: PlanId(1),
+                    subgoals: vec![SubgoalId(1), SubgoalId(2)]
+                },
+                Command::SubgoalStarted {
+                    subgoal: SubgoalId(1)
+                }
+            ]
+        );
+        h.ev(Event::Observation {
+            scene: "world".into(),
+            signature: 7,
+        });
+        h
+    }
+
+    fn at(&mut self, ms: u64) -> &mut Self {
+        self.t = ms;
+        self
+    }
+
+    fn ev(&mut self, e: Event) -> Vec<Command> {
+        self.s.step(e, MonoTime::from_millis(self.t))
+    }
+
+    fn tick(&mut self, change: FrameChange, held: u32) -> Vec<Command> {
+        self.tick += 1;
+        self.ev(Event::ReflexTick {
+            tick: self.tick,
+            change,
+            signature: 1,
+            held,
+            progress: None,
+            goal_met: Some(false),
+            subgoal: None,
+        })
+    }
+
+    fn propose(&mut self, key: &str, target: Option<Target>) -> (ActionId, Vec<Command>) {
+        let a = ActionId(self.next_action);
+        self.next_action += 1;
+        let c = self.ev(Event::ActionProposed {
+            action: a,
+            key: key.into(),
+            target,
+            path: Some(GroundingPath::Mark),
+            expected: ExpectedChange::Postcondition { source: "x".into() },
+            settle_ms: Some(200),
+        });
+        (a, c)
+    }
+
+    fn evidence(&mut self, a: ActionId, value: Option<bool>) -> Vec<Command> {
+        self.ev(Event::Evidence {
+            action: a,
+            evidence: Evidence::Postcondition { value },
+            facts: FailureFacts::default(),
+        })
+    }
+}
+
+fn has(c: &[Command], want: &Command) -> bool {
+    c.contains(want)
+}
+
+fn mark(id: u32) -> Option<Target> {
+    Some(Target::Mark {
+        element: ElementId(id),
+    })
+}
+
+fn no_timer() -> LoopConfig {
+    LoopConfig {
+        deliberation_interval_ms: u64::MAX / 4,
+        rung_timeout_ms: u64::MAX / 4,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn only_the_pass_in_flight_may_revise_the_plan() {
+    // FR-LOOP-003, INV-LOOP-001
+    let mut h = H::ready(no_timer());
+    // no pass in flight: a plan cannot be pushed in
+    let c = h.at(100).ev(Event::DeliberationDone {
+        pass: 1,
+        plan: Some(plan(&[9])),
+    });
+    assert!(matches!(c.as_slice(), [Command::PlanRejected { pass: 1, .. }]));
+    assert_eq!(h.s.plan().unwrap().id, PlanId(1));
+    // a scene change starts pass 2; a stale id is refused, the right one adopted
+    let c = h.tick(FrameChange::Scene, 0);
+    assert!(has(
+        &c,
+        &Command::StartDeliberation {
+            pass: 2,
+            trigger: Trigger::SceneChange
+        }
+    ));
+    let c = h.ev(Event::DeliberationDone {
+        pass: 1,
+        plan: Some(plan(&[9])),
+    });
+    assert!(matches!(c.as_slice(), [Command::PlanRejected { pass: 1, .. }]));
+    let c = h.ev(Event::DeliberationDone {
+        pass: 2,
+        plan: Some(plan(&[3, 4])),
+    });
+    assert_eq!(
+        c,
+        vec![
+            Command::CancelSubgoal {
+                subgoal: SubgoalId(1)
+            }, // INV-LOOP-002: its inputs are released
+            Command::PlanAdopted {
+                plan: PlanId(2),
+                subgoals: vec![SubgoalId(3), SubgoalId(4)]
+            },
+            Command::SubgoalStarted {
+                subgoal: SubgoalId(3)
+            },
+        ]
+    );
+    // one plan only
+    assert_eq!(h.s.plan().unwrap().subgoals.len(), 2);
+    assert_eq!(h.s.active_subgoal(), Some(SubgoalId(3)));
+}
+
+#[test]
+fn invalid_plan_is_rejected_and_the_old_one_kept() {
+    // FR-LOOP-004, INV-LOOP-001
+    let mut h = H::ready(no_timer());
+    h.tick(FrameChange::Scene, 0);
+    let mut bad = plan(&[5]);
+    bad.subgoals[0].budget = Budget::default();
+    let c = h.ev(Event::DeliberationDone {
+        pass: 2,
+        plan: Some(bad),
+    });
+    assert!(matches!(c.as_slice(), [Command::PlanRejected { pass: 2, .. }]));
+    assert_eq!(h.s.active_subgoal(), Some(SubgoalId(1)));
+    // keeping the plan is also an answer
+    h.at(5000).tick(FrameChange::Scene, 0);
+    let c = h.ev(Event::DeliberationDone { pass: 3, plan: None });
+    assert_eq!(c, vec![Command::PlanKept { pass: 3 }]);
+}
+
+#[test]
+fn actions_keep_executing_on_the_previous_plan_during_a_pass() {
+    // NFR-LOOP-001, FR-LOOP-002: nothing waits for the deliberative pass
+    let mut h = H::ready(no_timer());
+    let c = h.at(1000).tick(FrameChange::Scene, 1);
+    assert!(has(
+        &c,
+        &Command::StartDeliberation {
+            pass: 2,
+            trigger: Trigger::SceneChange
+        }
+    ));
+    assert_eq!(h.s.deliberating(), Some(2));
+    for i in 0..30u64 {
+        h.at(1000 + i * 16);
+        let c = h.tick(FrameChange::Local, 1);
+        assert!(c.iter().all(|c| !matches!(c, Command::PlanAdopted { .. })));
+    }
+    let (a, c) = h.propose("press right", None);
+    assert_eq!(
+        c,
+        vec![Command::Execute {
+            action: a,
+            subgoal: SubgoalId(1)
+        }]
+    );
+    h.at(3000);
+    let c = h.ev(Event::DeliberationDone {
+        pass: 2,
+        plan: Some(plan(&[1, 2])),
+    });
+    // subgoal 1 is in the new plan: it is not cancelled
+    assert!(!c.iter().any(|c| matches!(c, Command::CancelSubgoal { .. })));
+}
+
+#[test]
+fn deliberative_triggers_scene_subgoal_stuck_timer() {
+    // FR-LOOP-007
+    let cfg = LoopConfig {
+        deliberation_interval_ms: 10_000,
+        scene_debounce_ms: 500,
+        ..no_timer()
+    };
+    let mut h = H::ready(cfg);
+    // scene change
+    let c = h.at(100).tick(FrameChange::Scene, 0);
+    assert!(has(
+        &c,
+        &Command::StartDeliberation {
+            pass: 2,
+            trigger: Trigger::SceneChange
+        }
+    ));
+    h.ev(Event::DeliberationDone { pass: 2, plan: None });
+    // debounced
+    let c = h.at(300).tick(FrameChange::Scene, 0);
+    assert!(!c.iter().any(|c| matches!(c, Command::StartDeliberation { .. })));
+    // subgoal completion
+    h.at(700);
+    h.tick += 1;
+    let c = h.ev(Event::ReflexTick {
+        tick: h.tick,
+        change: FrameChange::Local,
+        signature: 1,
+        held: 0,
+        progress: None,
+        goal_met: Some(false),
+        subgoal: Some(SubgoalCheck {
+            subgoal: SubgoalId(1),
+            met: Some(true),
+        }),
+    });
+    assert_eq!(
+        c,
+        vec![
+            Command::SubgoalCompleted {
+                subgoal: SubgoalId(1)
+            },
+            Command::SubgoalStarted {
+                subgoal: SubgoalId(2)
+            },
+            Command::StartDeliberation {
+                pass: 3,
+                trigger: Trigger::SubgoalCompleted
+            }
+        ]
+    );
+    h.ev(Event::DeliberationDone { pass: 3, plan: None });
+    // stuck (three refutations in a row)
+    h.at(800);
+    let mut last = Vec::new();
+    for i in 0..3 {
+        let (a, _) = h.propose(&format!("k{i}"), None);
+        last = h.evidence(a, Some(false));
+        h.at(1100 + i * 300);
+        last.extend(h.evidence(a, Some(false)));
+    }
+    assert!(has(
+        &last,
+        &Command::Stuck {
+            signal: StuckSignal::RefutationStreak
+        }
+    ));
+    assert!(has(
+        &last,
+        &Command::StartDeliberation {
+            pass: 4,
+            trigger: Trigger::Stuck
+        }
+    ));
+    h.ev(Event::DeliberationDone { pass: 4, plan: None });
+    // timer: 10 s after the last pass ended
+    let end = h.t;
+    h.at(end + 9_999);
+    assert!(!h
+        .tick(FrameChange::Local, 0)
+        .iter()
+        .any(|c| matches!(c, Command::StartDeliberation { .. })));
+    h.at(end + 10_000);
+    assert!(has(
+        &h.tick(FrameChange::Local, 0),
+        &Command::StartDeliberation {
+            pass: 5,
+            trigger: Trigger::Timer
+        }
+    ));
+}
+
+#[test]
+fn triggers_during_a_pass_coalesce_into_one_follow_up() {
+    // FR-LOOP-007, INV-LOOP-001 (one pass at a time, one plan)
+    let mut h = H::ready(LoopConfig {
+        scene_debounce_ms: 0,
+        ..no_timer()
+    });
+    h.at(10).tick(FrameChange::Scene, 0);
+    h.at(20).tick(FrameChange::Scene, 0);
+    h.at(30).tick(FrameChange::Scene, 0);
+    let c = h.ev(Event::DeliberationDone { pass: 2, plan: None });
+    assert_eq!(
+        c,
+        vec![
+            Command::PlanKept { pass: 2 },
+            Command::StartDeliberation {
+                pass: 3,
+                trigger: Trigger::SceneChange
+            }
+        ]
+    );
+    let c = h.ev(Event::DeliberationDone { pass: 3, plan: None });
+    assert_eq!(c, vec![Command::PlanKept { pass: 3 }]);
+}
+
+#[test]
+fn refuted_target_is_suppressed_for_bounded_ticks_and_not_retried() {
+    // FR-GND-007, FR-GND-006, FR-GND-008
+    let mut h = H::ready(LoopConfig {
+        suppress_ticks: 2,
+        ..no_timer()
+    });
+    let (a, c) = h.at(100).propose("click 5", mark(5));
+    assert_eq!(
+        c,
+        vec![Command::Execute {
+            action: a,
+            subgoal: SubgoalId(1)
+        }]
+    );
+    assert!(h.evidence(a, Some(false)).is_empty()); // refutation waits for the settle window
+    let c = h.at(300).evidence(a, Some(false));
+    assert_eq!(
+        c,
+        vec![
+            Command::Verdict {
+                action: a,
+                verdict: Verdict::Refuted
+            },
+            Command::Failure {
+                action: Some(a),
+                cause: FailureCause::Grounding
+            },
+            Command::Suppress {
+                target: Target::Mark {
+                    element: ElementId(5)
+                },
+                until_tick: 3
+            },
+        ]
+    );
+    // the next tactical tick leaves mark 5 out, and a proposal of it is refused
+    let c = h.ev(Event::Observation {
+        scene: "world".into(),
+        signature: 8,
+    });
+    assert_eq!(
+        c,
+        vec![Command::Exclude {
+            targets: vec![Target::Mark {
+                element: ElementId(5)
+            }]
+        }]
+    );
+    let (b, c) = h.propose("click 5", mark(5));
+    assert_eq!(
+        c,
+        vec![Command::Reject {
+            action: b,
+            reason: RejectReason::Suppressed
+        }]
+    );
+    let (d, c) = h.propose("click 6", mark(6));
+    assert_eq!(
+        c,
+        vec![Command::Execute {
+            action: d,
+            subgoal: SubgoalId(1)
+        }]
+    );
+    // bounded: allowed again once the bound passes
+    assert!(h
+        .ev(Event::Observation {
+            scene: "world".into(),
+            signature: 9
+        })
+        .is_empty());
+    let (e, c) = h.propose("click 5", mark(5));
+    assert_eq!(
+        c,
+        vec![Command::Execute {
+            action: e,
+            subgoal: SubgoalId(1)
+        }]
+    );
+    assert_eq!(h.s.histogram().count(FailureCause::Grounding), 1);
+}
+
+#[test]
+fn undefined_evidence_is_inconclusive_and_undelivered_input_is_execution() {
+    // INV-GND-001, FR-GND-008
+    let mut h = H::ready(no_timer());
+    let (a, _) = h.at(100).propose("click 2", mark(2));
+    h.evidence(a, None);
+    let c = h.at(400).tick(FrameChange::Local, 0);
+    assert_eq!(
+        c,
+        vec![Command::Verdict {
+            action: a,
+            verdict: Verdict::Inconclusive
+        }]
+    );
+    assert!(!h.s.is_suppressed(&Target::Mark {
+        element: ElementId(2)
+    }));
+    let (b, _) = h.propose("click 3", mark(3));
+    let c = h.ev(Event::ActionFailed {
+        action: b,
+        reason: "focus lost".into(),
+    });
+    assert_eq!(
+        c,
+        vec![
+            Command::Verdict {
+                action: b,
+                verdict: Verdict::Inconclusive
+            },
+            Command::Failure {
+                action: Some(b),
+                cause: FailureCause::Execution
+            }
+        ]
+    );
+    assert_eq!(h.s.histogram().count(FailureCause::Execution), 1);
+    assert_eq!(h.s.verdict_counts().inconclusive, 2);
+}
+
+#[test]
+fn grounding_path_follows_confirmation_rates() {
+    // FR-GND-004
+    let mut h = H::ready(LoopConfig {
+        path_min_trials: 1,
+        ..no_timer()
+    });
+    let offered = vec![GroundingPath::Mark, GroundingPath::Coordinate];
+    for (path, value) in [
+        (GroundingPath::Mark, Some(false)),
+        (GroundingPath::Coordinate, Some(true)),
+    ] {
+        let a = ActionId(h.next_action);
+        h.next_action += 1;
+        h.ev(Event::ActionProposed {
+            action: a,
+            key: format!("{path:?}"),
+            target: None,
+            path: Some(path),
+            expected: ExpectedChange::Postcondition { source: "x".into() },
+            settle_ms: Some(0),
+        });
+        h.evidence(a, value);
+    }
+    let c = h.ev(Event::GroundingRequest {
+        request: 1,
+        scene: "world".into(),
+        offered: offered.clone(),
+    });
+    assert_eq!(
+        c,
+        vec![Command::UsePath {
+            request: 1,
+            path: Some(GroundingPath::Coordinate)
+        }]
+    );
+    let c = h.ev(Event::GroundingRequest {
+        request: 2,
+        scene: "menu".into(),
+        offered,
+    });
+    assert_eq!(
+        c,
+        vec![Command::UsePath {
+            request: 2,
+            path: Some(GroundingPath::Mark)
+        }]
+    );
+}
+
+fn first_stuck(c: &[Command]) -> Option<StuckSignal> {
+    c.iter().find_map(|c| match c {
+        Command::Stuck { signal } => Some(*signal),
+        _ => None,
+    })
+}
+
+#[test]
+fn stasis_signal_escalates_to_retry_and_requests_a_pass() {
+    // FR-LOOP-005 (perceptual stasis), FR-LOOP-006, FR-LOOP-007
+    let mut h = H::ready(LoopConfig {
+        signals: SignalConfig {
+            stasis_ms: 1000,
+            ..Default::default()
+        },
+        ..no_timer()
+    });
+    let mut fired = None;
+    for i in 0..=70u64 {
+        h.at(100 + i * 16);
+        let c = h.tick(FrameChange::Unchanged, 1);
+        if first_stuck(&c).is_some() {
+            assert_eq!(
+                c,
+                vec![
+                    Command::Stuck {
+                        signal: StuckSignal::PerceptualStasis
+                    },
+                    Command::Escalate { rung: Rung::Retry },
+                    Command::StartDeliberation {
+                        pass: 2,
+                        trigger: Trigger::Stuck
+                    },
+                ]
+            );
+            fired = Some(h.t);
+            break;
+        }
+    }
+    assert_eq!(fired, Some(100 + 63 * 16)); // first tick at or after 1000 ms of stasis
+}
+
+#[test]
+fn progress_stall_signal() {
+    // FR-LOOP-005 (stalled progress sensor)
+    let mut h = H::ready(LoopConfig {
+        signals: SignalConfig {
+            progress_stall_ms: 2000,
+            ..Default::default()
+        },
+        ..no_timer()
+    });
+    let mut got = None;
+    for i in 0..40u64 {
+        h.at(100 + i * 100);
+        h.tick += 1;
+        let c = h.ev(Event::ReflexTick {
+            tick: h.tick,
+            change: FrameChange::Motion,
+            signature: i,
+            held: 1,
+            progress: Some(if i < 5 { i as f64 } else { 4.0 }),
+            goal_met: None,
+            subgoal: None,
+        });
+        if let Some(s) = first_stuck(&c) {
+            got = Some((s, h.t));
+            break;
+        }
+    }
+    assert_eq!(got, Some((StuckSignal::ProgressStalled, 2500)));
+}
+
+#[test]
+fn repeating_cycle_signal() {
+    // FR-LOOP-005 (repeating cycle of screen and action)
+    let mut h = H::ready(no_timer());
+    let mut got = None;
+    for i in 0..6u64 {
+        h.ev(Event::Observation {
+            scene: "world".into(),
+            signature: 100 + i % 2,
+        });
+        let (_, c) = h.propose(if i % 2 == 0 { "open" } else { "close" }, None);
+        if let Some(s) = first_stuck(&c) {
+            got = Some((s, i));
+        }
+    }
+    assert_eq!(got, Some((StuckSignal::RepeatingCycle, 5)));
+}
+
+#[test]
+fn unverified_rate_signal() {
+    // FR-LOOP-005 (elevated rate of unverified actions), INV-GND-001
+    let cfg = LoopConfig {
+        signals: SignalConfig {
+            unverified_window: 4,
+            ..Default::default()
+        },
+        ..no_timer()
+    };
+    let mut h = H::ready(cfg);
+    let mut got = Vec::new();
+    for i in 0..4u64 {
+        h.ev(Event::Observation {
+            scene: "world".into(),
+            signature: i,
+        });
+        let (a, _) = h.propose(&format!("k{i}"), None);
+        let v = if i % 2 == 0 { None } else { Some(true) };
+        got.extend(h.evidence(a, v));
+        h.at(h.t + 250);
+        got.extend(h.tick(FrameChange::Local, 0));
+    }
+    assert_eq!(first_stuck(&got), Some(StuckSignal::UnverifiedRate), "{got:?}");
+}
+
+/// Answer every deliberative pass in flight with "keep the plan".
+fn settle_passes(h: &mut H) {
+    while let Some(pass) = h.s.deliberating() {
+        h.ev(Event::DeliberationDone { pass, plan: None });
+    }
+}
+
+/// Drive stasis until the next stuck signal; returns the commands of that tick.
+fn stall(h: &mut H) -> Vec<Command> {
+    for _ in 0..1000 {
+        h.t += 50;
+        let c = h.tick(FrameChange::Unchanged, 1);
+        if first_stuck(&c).is_some() || c.iter().any(|c| matches!(c, Command::Stop { .. })) {
+            return c;
+        }
+    }
+    panic!("no stuck signal");
+}
+
+#[test]
+fn ladder_climbs_rung_by_rung_only_on_failure_then_stops() {
+    // FR-LOOP-006, FR-LOOP-008 (stop and notify)
+    let mut h = H::ready(LoopConfig {
+        signals: SignalConfig {
+            stasis_ms: 500,
+            ..Default::default()
+        },
+        ..no_timer()
+    });
+    let c = stall(&mut h);
+    assert!(has(&c, &Command::Escalate { rung: Rung::Retry }));
+    assert_eq!(h.s.rung(), Some(Rung::Retry));
+    settle_passes(&mut h);
+    // the retry fails: the same action on the same screen is proposed, executed, and we stall again
+    let (_, c) = h.propose("press up", None);
+    assert!(matches!(c[0], Command::Execute { .. }));
+    let c = stall(&mut h);
+    assert!(has(
+        &c,
+        &Command::Escalate {
+            rung: Rung::AlternativeAction
+        }
+    ));
+    settle_passes(&mut h);
+    // on the alternative rung the action that failed is refused, another is allowed
+    let (a, c) = h.propose("press up", None);
+    assert_eq!(
+        c,
+        vec![Command::Reject {
+            action: a,
+            reason: RejectReason::NeedAlternative
+        }]
+    );
+    let (b, c) = h.propose("press down", None);
+    assert_eq!(
+        c,
+        vec![Command::Execute {
+            action: b,
+            subgoal: SubgoalId(1)
+        }]
+    );
+    let c = stall(&mut h);
+    assert!(has(&c, &Command::Escalate { rung: Rung::Replan }));
+    let pass = match c.iter().find(|c| matches!(c, Command::StartDeliberation { .. })) {
+        Some(Command::StartDeliberation {
+            pass,
+            trigger: Trigger::Replan,
+        }) => *pass,
+        other => panic!("replan rung must start a replan pass: {other:?}"),
+    };
+    // the replan keeps the same plan: the rung failed
+    let c = h.ev(Event::DeliberationDone { pass, plan: None });
+    assert!(has(&c, &Command::Escalate { rung: Rung::Research }));
+    let c = h.ev(Event::RungFailed {
+        rung: Rung::Research,
+        reason: "no results".into(),
+    });
+    assert!(has(
+        &c,
+        &Command::Escalate {
+            rung: Rung::SafeState
+        }
+    ));
+    // a RungFailed for a rung we are not on changes nothing
+    assert!(h
+        .ev(Event::RungFailed {
+            rung: Rung::Research,
+            reason: "late".into()
+        })
+        .is_empty());
+    let c = stall(&mut h);
+    assert!(has(
+        &c,
+        &Command::Escalate {
+            rung: Rung::StopAndNotify
+        }
+    ));
+    assert!(has(
+        &c,
+        &Command::Stop {
+            reason: StopReason::NoProgress
+        }
+    ));
+    let (z, c) = h.propose("press up", None);
+    assert_eq!(
+        c,
+        vec![Command::Reject {
+            action: z,
+            reason: RejectReason::Stopped
+        }]
+    );
+}
+
+#[test]
+fn progress_resets_the_ladder() {
+    // FR-LOOP-006: advance only when the previous rung failed
+    let mut h = H::ready(LoopConfig {
+        signals: SignalConfig {
+            stasis_ms: 500,
+            ..Default::default()
+        },
+        ..no_timer()
+    });
+    stall(&mut h);
+    assert_eq!(h.s.rung(), Some(Rung::Retry));
+    let (a, _) = h.propose("press up", None);
+    let c = h.evidence(a, Some(true));
+    assert!(has(&c, &Command::LadderReset { rung: Rung::Retry }));
+    assert_eq!(h.s.rung(), None);
+    let c = stall(&mut h);
+    assert!(has(&c, &Command::Escalate { rung: Rung::Retry }));
+}
+
+#[test]
+fn rung_times_out_without_progress() {
+    // FR-LOOP-006
+    let cfg = LoopConfig {
+        rung_timeout_ms: 3000,
+        signals: SignalConfig {
+            stasis_ms: 500,
+            ..Default::default()
+        },
+        ..no_timer()
+    };
+    let mut h = H::ready(cfg);
+    stall(&mut h);
+    let since = h.t;
+    h.at(since + 2999);
+    assert!(!has(
+        &h.tick(FrameChange::Local, 0),
+        &Command::Escalate {
+            rung: Rung::AlternativeAction
+        }
+    ));
+    h.at(since + 3000);
+    assert!(has(
+        &h.tick(FrameChange::Local, 0),
+        &Command::Escalate {
+            rung: Rung::AlternativeAction
+        }
+    ));
+}
+
+#[test]
+fn stop_conditions() {
+    // FR-LOOP-008: goal met, budget exhausted (time, actions), window closed, user stop
+    let mut h = H::ready(no_timer());
+    h.tick += 1;
+    let c = h.ev(Event::ReflexTick {
+        tick: h.tick,
+        change: FrameChange::Local,
+        signature: 0,
+        held: 0,
+        progress: None,
+        goal_met: Some(true),
+        subgoal: None,
+    });
+    assert_eq!(
+        c,
+        vec![Command::Stop {
+            reason: StopReason::GoalMet
+        }]
+    );
+    assert!(h.tick(FrameChange::Scene, 0).is_empty()); // stopped: nothing more
+
+    // goal undefined is not met
+    let mut h = H::ready(no_timer());
+    h.tick += 1;
+    let c = h.ev(Event::ReflexTick {
+        tick: 1,
+        change: FrameChange::Local,
+        signature: 0,
+        held: 0,
+        progress: None,
+        goal_met: None,
+        subgoal: None,
+    });
+    assert!(c.is_empty());
+
+    let mut h = H::ready(LoopConfig {
+        session_max_ms: 10_000,
+        ..no_timer()
+    });
+    assert!(h.at(9_999).tick(FrameChange::Local, 0).is_empty());
+    assert_eq!(
+        h.at(10_000).tick(FrameChange::Local, 0),
+        vec![Command::Stop {
+            reason: StopReason::TimeBudget
+        }]
+    );
+
+    let mut h = H::ready(LoopConfig {
+        session_max_actions: Some(2),
+        ..no_timer()
+    });
+    h.propose("a", None);
+    h.ev(Event::Observation {
+        scene: "w".into(),
+        signature: 2,
+    });
+    h.propose("b", None);
+    let (c3, c) = h.propose("c", None);
+    assert_eq!(
+        c,
+        vec![
+            Command::Stop {
+                reason: StopReason::ActionBudget
+            },
+            Command::Reject {
+                action: c3,
+                reason: RejectReason::Stopped
+            }
+        ]
+    );
+
+    let mut h = H::ready(no_timer());
+    assert_eq!(
+        h.ev(Event::WindowClosed),
+        vec![Command::Stop {
+            reason: StopReason::WindowClosed
+        }]
+    );
+    let mut h = H::ready(no_timer());
+    assert_eq!(
+        h.ev(Event::UserStop),
+        vec![Command::Stop {
+            reason: StopReason::UserStop
+        }]
+    );
+    assert_eq!(h.s.stopped(), Some(StopReason::UserStop));
+}
+
+#[test]
+fn subgoal_budget_abandons_and_replans() {
+    // FR-LOOP-004, FR-GND-008 (plan), FR-LOOP-007
+    let mut h = H::new(no_timer());
+    h.ev(Event::Start { goal: "g".into() });
+    let mut p = plan(&[1, 2]);
+    p.subgoals[0].budget = Budget {
+        max_time_ms: None,
+        max_actions: Some(1),
+    };
+    p.subgoals[1].budget = Budget {
+        max_time_ms: Some(1000),
+        max_actions: None,
+    };
+    h.ev(Event::DeliberationDone {
+        pass: 1,
+        plan: Some(p),
+    });
+    let (_, c) = h.propose("a", None);
+    assert!(matches!(c[0], Command::Execute { .. }));
+    let (b, c) = h.at(10).propose("b", None);
+    assert_eq!(
+        c,
+        vec![
+            Command::SubgoalAbandoned {
+                subgoal: SubgoalId(1),
+                budget: BudgetKind::Actions
+            },
+            Command::CancelSubgoal {
+                subgoal: SubgoalId(1)
+            },
+            Command::Failure {
+                action: None,
+                cause: FailureCause::Plan
+            },
+            Command::SubgoalStarted {
+                subgoal: SubgoalId(2)
+            },
+            Command::StartDeliberation {
+                pass: 2,
+                trigger: Trigger::SubgoalBudget
+            },
+            Command::Reject {
+                action: b,
+                reason: RejectReason::SubgoalBudget
+            },
+        ]
+    );
+    let c = h.at(1010).tick(FrameChange::Local, 0);
+    assert!(has(
+        &c,
+        &Command::SubgoalAbandoned {
+            subgoal: SubgoalId(2),
+            budget: BudgetKind::Time
+        }
+    ));
+    assert_eq!(h.s.active_subgoal(), None);
+    let (d, c) = h.propose("d", None);
+    assert_eq!(
+        c,
+        vec![Command::Reject {
+            action: d,
+            reason: RejectReason::NoActiveSubgoal
+        }]
+    );
+    assert_eq!(h.s.histogram().count(FailureCause::Plan), 2);
+}
+
+#[test]
+fn same_events_same_decisions() {
+    // Replay precondition: the logic is deterministic.
+    let run = || {
+        let mut h = H::ready(LoopConfig {
+            signals: SignalConfig {
+                stasis_ms: 300,
+                ..Default::default()
+            },
+            ..no_timer()
+        });
+        let mut all = Vec::new();
+        for i in 0..200u64 {
+            h.at(100 + i * 16);
+            all.extend(h.tick(
+                if i % 50 == 0 {
+                    FrameChange::Local
+                } else {
+                    FrameChange::Unchanged
+                },
+                1,
+            ));
+            if i % 20 == 0 {
+                let (a, c) = h.propose(&format!("k{}", i % 3), mark((i % 4) as u32));
+                all.extend(c);
+                all.extend(h.evidence(a, if i % 40 == 0 { Some(false) } else { None }));
+            }
+        }
+        all
+    };
+    let a = run();
+    assert!(!a.is_empty());
+    assert_eq!(a, run());
+    let json = serde_json::to_string(&a).unwrap();
+    let back: Vec<Command> = serde_json::from_str(&json).unwrap();
+    assert_eq!(a, back);
+}
