@@ -5,6 +5,8 @@
 
 use crate::conn::X11;
 use crate::error::X11Error;
+use crate::focus::ServerHeld;
+use gamepilot_core::action::InputEvent;
 use gamepilot_core::{Keysym, ScreenPoint};
 use std::collections::HashMap;
 use x11rb::connection::Connection;
@@ -42,7 +44,10 @@ impl XTestInput {
                 let keycode = min + i as u8;
                 for (level, sym) in syms.iter().take(2).enumerate() {
                     if *sym != 0 {
-                        keys.entry(*sym).or_insert(KeyLocation { keycode, shifted: level == 1 });
+                        keys.entry(*sym).or_insert(KeyLocation {
+                            keycode,
+                            shifted: level == 1,
+                        });
                     }
                 }
             }
@@ -56,9 +61,16 @@ impl XTestInput {
             return Ok(*l);
         }
         if let Some(c) = char::from_u32(sym.0).filter(|c| c.is_ascii_alphabetic()) {
-            let other = if c.is_ascii_lowercase() { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() };
+            let other = if c.is_ascii_lowercase() {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            };
             if let Some(l) = self.keys.get(&(other as u32)) {
-                return Ok(KeyLocation { keycode: l.keycode, shifted: c.is_ascii_uppercase() });
+                return Ok(KeyLocation {
+                    keycode: l.keycode,
+                    shifted: c.is_ascii_uppercase(),
+                });
             }
         }
         Err(X11Error::NoKeycode(sym.name()))
@@ -66,24 +78,42 @@ impl XTestInput {
 
     /// The keysym a keycode produces unshifted (for reporting server state by name).
     pub fn keysym_of(&self, keycode: u8) -> Option<Keysym> {
-        self.keys.iter().filter(|(_, l)| l.keycode == keycode && !l.shifted).map(|(s, _)| Keysym(*s)).min()
+        self.keys
+            .iter()
+            .filter(|(_, l)| l.keycode == keycode && !l.shifted)
+            .map(|(s, _)| Keysym(*s))
+            .min()
     }
 
     pub fn key(&self, x11: &X11, keycode: u8, down: bool) -> Result<(), X11Error> {
         let ty = if down { KEY_PRESS_EVENT } else { KEY_RELEASE_EVENT };
-        x11.conn.xtest_fake_input(ty, keycode, x11rb::CURRENT_TIME, self.root, 0, 0, 0)?;
+        x11.conn
+            .xtest_fake_input(ty, keycode, x11rb::CURRENT_TIME, self.root, 0, 0, 0)?;
         Ok(())
     }
 
     pub fn button(&self, x11: &X11, button: u8, down: bool) -> Result<(), X11Error> {
-        let ty = if down { BUTTON_PRESS_EVENT } else { BUTTON_RELEASE_EVENT };
-        x11.conn.xtest_fake_input(ty, button, x11rb::CURRENT_TIME, self.root, 0, 0, 0)?;
+        let ty = if down {
+            BUTTON_PRESS_EVENT
+        } else {
+            BUTTON_RELEASE_EVENT
+        };
+        x11.conn
+            .xtest_fake_input(ty, button, x11rb::CURRENT_TIME, self.root, 0, 0, 0)?;
         Ok(())
     }
 
     /// A relative pointer movement (camera control, FR-ACT-004).
     pub fn motion_relative(&self, x11: &X11, dx: i16, dy: i16) -> Result<(), X11Error> {
-        x11.conn.xtest_fake_input(MOTION_NOTIFY_EVENT, 1, x11rb::CURRENT_TIME, x11rb::NONE, dx, dy, 0)?;
+        x11.conn.xtest_fake_input(
+            MOTION_NOTIFY_EVENT,
+            1,
+            x11rb::CURRENT_TIME,
+            x11rb::NONE,
+            dx,
+            dy,
+            0,
+        )?;
         Ok(())
     }
 
@@ -91,7 +121,8 @@ impl XTestInput {
     pub fn motion_to(&self, x11: &X11, p: ScreenPoint) -> Result<(), X11Error> {
         let x = p.x().clamp(i16::MIN as i32, i16::MAX as i32) as i16;
         let y = p.y().clamp(i16::MIN as i32, i16::MAX as i32) as i16;
-        x11.conn.xtest_fake_input(MOTION_NOTIFY_EVENT, 0, x11rb::CURRENT_TIME, self.root, x, y, 0)?;
+        x11.conn
+            .xtest_fake_input(MOTION_NOTIFY_EVENT, 0, x11rb::CURRENT_TIME, self.root, x, y, 0)?;
         Ok(())
     }
 
@@ -113,5 +144,182 @@ impl XTestInput {
         }
         self.sync(x11)?;
         Ok(held.buttons.len() + held.keycodes.len())
+    }
+}
+
+impl XTestInput {
+    /// Deliver executor output in order, then flush. Keys with no keycode on this keyboard are skipped and
+    /// returned by name (the caller reports them); every other event is sent.
+    pub fn apply(&self, x11: &X11, events: &[InputEvent]) -> Result<Vec<String>, X11Error> {
+        let mut skipped = Vec::new();
+        for e in events {
+            match *e {
+                InputEvent::Key { sym, down } => match self.locate(sym) {
+                    Ok(l) => self.key(x11, l.keycode, down)?,
+                    Err(_) => skipped.push(sym.name()),
+                },
+                InputEvent::Button { button, down } => self.button(x11, button, down)?,
+                InputEvent::MotionRelative { dx, dy } => {
+                    let c = |v: i32| v.clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+                    self.motion_relative(x11, c(dx), c(dy))?
+                }
+                InputEvent::MotionTo(p) => self.motion_to(x11, p)?,
+            }
+        }
+        x11.conn.flush()?;
+        Ok(skipped)
+    }
+
+    /// Release the given keys and buttons explicitly (the guardian's and every release path's own release,
+    /// not relying on the server dropping a dead client's keys), then whatever else the server reports held.
+    /// Returns how many release events were sent.
+    pub fn release_all(&self, x11: &X11, keys: &[Keysym], buttons: &[u8]) -> Result<usize, X11Error> {
+        let mut n = 0;
+        for k in keys {
+            if let Ok(l) = self.locate(*k) {
+                self.key(x11, l.keycode, false)?;
+                n += 1;
+            }
+        }
+        for b in buttons {
+            self.button(x11, *b, false)?;
+            n += 1;
+        }
+        self.sync(x11)?;
+        n += self.release_everything_server_holds(x11)?;
+        Ok(n)
+    }
+
+    /// Release specific keycodes (INV-ACT-002: what the server holds that the record does not own).
+    pub fn release_keycodes(&self, x11: &X11, keycodes: &[u8]) -> Result<(), X11Error> {
+        for k in keycodes {
+            self.key(x11, *k, false)?;
+        }
+        self.sync(x11)
+    }
+}
+
+/// Where executor output goes: XTest on the display, or nowhere in a dry run (FR-SAFE-006). Both run the
+/// same pipeline; only delivery differs.
+pub trait InputSink {
+    /// Deliver `events` in order; returns the names of keys that could not be delivered.
+    fn deliver(&mut self, events: &[InputEvent]) -> Result<Vec<String>, X11Error>;
+    /// False for the dry-run sink.
+    fn delivers(&self) -> bool;
+    /// Events delivered (or, for the dry run, that would have been).
+    fn count(&self) -> u64;
+    /// The keycode a keysym is typed with, for comparing the held record with the server (INV-ACT-002).
+    fn keycode_of(&self, sym: Keysym) -> Option<u8>;
+    /// What the server reports held, when this sink delivers.
+    fn server_held(&self) -> Result<Option<ServerHeld>, X11Error>;
+    /// Release keycodes the server holds that the record does not own.
+    fn release_keycodes(&mut self, keycodes: &[u8]) -> Result<(), X11Error>;
+}
+
+/// The XTest sink: its own X connection and keyboard map.
+pub struct XTestSink {
+    x11: X11,
+    input: XTestInput,
+    count: u64,
+}
+
+impl XTestSink {
+    pub fn connect(display: Option<&str>) -> Result<XTestSink, X11Error> {
+        let x11 = X11::connect(display)?;
+        let input = XTestInput::new(&x11)?;
+        Ok(XTestSink { x11, input, count: 0 })
+    }
+
+    pub fn x11(&self) -> &X11 {
+        &self.x11
+    }
+
+    pub fn input(&self) -> &XTestInput {
+        &self.input
+    }
+}
+
+impl InputSink for XTestSink {
+    fn deliver(&mut self, events: &[InputEvent]) -> Result<Vec<String>, X11Error> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let skipped = self.input.apply(&self.x11, events)?;
+        self.count += (events.len() - skipped.len()) as u64;
+        Ok(skipped)
+    }
+
+    fn delivers(&self) -> bool {
+        true
+    }
+
+    fn count(&self) -> u64 {
+        self.count
+    }
+
+    fn keycode_of(&self, sym: Keysym) -> Option<u8> {
+        self.input.locate(sym).ok().map(|l| l.keycode)
+    }
+
+    fn server_held(&self) -> Result<Option<ServerHeld>, X11Error> {
+        self.x11.server_held().map(Some)
+    }
+
+    fn release_keycodes(&mut self, keycodes: &[u8]) -> Result<(), X11Error> {
+        self.input.release_keycodes(&self.x11, keycodes)
+    }
+}
+
+/// The dry-run sink (FR-SAFE-006): counts what it is given and delivers nothing.
+#[derive(Debug, Default)]
+pub struct DryRunSink {
+    count: u64,
+}
+
+impl InputSink for DryRunSink {
+    fn deliver(&mut self, events: &[InputEvent]) -> Result<Vec<String>, X11Error> {
+        self.count += events.len() as u64;
+        Ok(Vec::new())
+    }
+
+    fn delivers(&self) -> bool {
+        false
+    }
+
+    fn count(&self) -> u64 {
+        self.count
+    }
+
+    fn keycode_of(&self, _sym: Keysym) -> Option<u8> {
+        None
+    }
+
+    fn server_held(&self) -> Result<Option<ServerHeld>, X11Error> {
+        Ok(None)
+    }
+
+    fn release_keycodes(&mut self, _keycodes: &[u8]) -> Result<(), X11Error> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dry_run_sink_counts_and_delivers_nothing() {
+        // FR-SAFE-006
+        let mut s = DryRunSink::default();
+        let skipped = s
+            .deliver(&[InputEvent::Key {
+                sym: Keysym(0x77),
+                down: true,
+            }])
+            .unwrap();
+        assert!(skipped.is_empty());
+        assert_eq!(s.count(), 1);
+        assert!(!s.delivers());
+        assert_eq!(s.server_held().unwrap(), None);
     }
 }

@@ -8,7 +8,9 @@ pub mod capture;
 pub mod conn;
 pub mod error;
 pub mod focus;
+pub mod indicator;
 pub mod input;
+pub mod userinput;
 pub mod windows;
 
 pub use capture::WindowCapturer;
