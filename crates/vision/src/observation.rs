@@ -1,0 +1,209 @@
+//! The Observation handed to the tactical loop (frame size, class, texts, elements with stable ids) and
+//! the `Perceiver` that builds one per frame with monotonic timestamps (INV-PERC-002).
+
+use crate::classify::{classify, Classification, ClassifierParams, FrameClass};
+use crate::ids::IdTracker;
+use crate::ocr::TextLine;
+use crate::proposals::{propose, ProposalParams};
+use crate::template::Atlas;
+use crate::thumb::{Thumb, THUMB_WIDTH};
+use gamepilot_core::{ElementId, FrameView, MonoTime, Rect, Size};
+use serde::{Deserialize, Serialize};
+
+pub use crate::proposals::ElementSource;
+
+/// One recognised text line as the observation reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextItem {
+    pub text: String,
+    pub bbox: Rect,
+    pub confidence: f32,
+}
+
+/// One candidate interactive element with its stable id (the number of its mark).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Element {
+    pub id: ElementId,
+    pub bbox: Rect,
+    pub confidence: f32,
+    pub source: ElementSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// What perception saw in one frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Capture time of the frame on the session's monotonic clock (non-decreasing, INV-PERC-002).
+    pub at: MonoTime,
+    pub frame_size: Size,
+    pub class: FrameClass,
+    pub texts: Vec<TextItem>,
+    pub elements: Vec<Element>,
+}
+
+impl Observation {
+    /// The element with this id (the only elements an action may name, FR-GND-003).
+    pub fn element(&self, id: ElementId) -> Option<&Element> {
+        self.elements.iter().find(|e| e.id == id)
+    }
+
+    /// The text form that stands in for the image for a text-only model.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "frame {}x{} ({})\n",
+            self.frame_size.w, self.frame_size.h, self.class
+        );
+        for e in &self.elements {
+            let b = e.bbox;
+            s.push_str(&format!(
+                "[{}] {} at [{}, {}, {}, {}]",
+                e.id,
+                e.source.as_str(),
+                b.x,
+                b.y,
+                b.w,
+                b.h
+            ));
+            if let Some(l) = &e.label {
+                s.push_str(&format!(" {l:?}"));
+            }
+            s.push('\n');
+        }
+        for t in &self.texts {
+            s.push_str(&format!(
+                "text {:?} at [{}, {}, {}, {}] conf {:.2}\n",
+                t.text, t.bbox.x, t.bbox.y, t.bbox.w, t.bbox.h, t.confidence
+            ));
+        }
+        s
+    }
+}
+
+/// Per-session perception state: the previous thumbnail, the id tracker, the atlas and the last time.
+#[derive(Debug, Clone)]
+pub struct Perceiver {
+    prev: Option<Thumb>,
+    prev_size: Option<Size>,
+    ids: IdTracker,
+    last_at: MonoTime,
+    pub atlas: Atlas,
+    pub classifier: ClassifierParams,
+    pub proposals: ProposalParams,
+}
+
+impl Default for Perceiver {
+    fn default() -> Self {
+        Perceiver::new()
+    }
+}
+
+impl Perceiver {
+    pub fn new() -> Perceiver {
+        Perceiver {
+            prev: None,
+            prev_size: None,
+            ids: IdTracker::new(),
+            last_at: MonoTime::ZERO,
+            atlas: Atlas::new(0.9),
+            classifier: ClassifierParams::default(),
+            proposals: ProposalParams::default(),
+        }
+    }
+
+    /// Classify a frame against the previous one (the reflex path: works on a thumbnail view, which may
+    /// be the capture thumbnail). The first frame, or one of another size, is a scene change.
+    pub fn classify_thumb(&mut self, thumb: Thumb) -> Classification {
+        let result = match &self.prev {
+            Some(p) => classify(p, &thumb, &self.classifier).ok(),
+            None => None,
+        };
+        let c = result.unwrap_or_else(|| Classification {
+            class: FrameClass::Scene,
+            changed_fraction: 1.0,
+            changed_tiles: Vec::new(),
+            shift: None,
+            hist_distance: 1.0,
+        });
+        self.prev = Some(thumb);
+        c
+    }
+
+    /// Classify a view (thumbnail built here).
+    pub fn classify_view(&mut self, view: &FrameView<'_>) -> Classification {
+        self.classify_thumb(Thumb::from_view(view, THUMB_WIDTH))
+    }
+
+    /// Build the observation of a full frame: `class` from [`Perceiver::classify_thumb`], `texts` from OCR.
+    /// Ids are kept unless the class is a scene change or the frame size changed.
+    pub fn observe(
+        &mut self,
+        view: &FrameView<'_>,
+        now: MonoTime,
+        class: FrameClass,
+        texts: &[TextLine],
+    ) -> Observation {
+        let at = now.max(self.last_at);
+        self.last_at = at;
+        let size = view.size();
+        let scene = class == FrameClass::Scene || self.prev_size != Some(size);
+        self.prev_size = Some(size);
+        let cands = propose(view, texts, &self.atlas, &self.proposals);
+        let elements = self.ids.assign(view, cands, scene);
+        let bounds = view.bounds();
+        let texts = texts
+            .iter()
+            .filter_map(|t| {
+                Some(TextItem {
+                    text: t.text.clone(),
+                    bbox: t.bbox.clamped_to(&bounds)?,
+                    confidence: t.confidence,
+                })
+            })
+            .collect();
+        Observation {
+            at,
+            frame_size: size,
+            class,
+            texts,
+            elements,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gamepilot_core::PixelFormat;
+
+    #[test]
+    fn timestamps_never_go_backwards_and_ids_persist_within_a_scene() {
+        // INV-PERC-002, FR-PERC-006, INV-PERC-001
+        let (w, h) = (200u32, 100u32);
+        let mut buf = vec![0u8; (w * h * 4) as usize];
+        for y in 20..50 {
+            for x in 30..110 {
+                let i = ((y * w + x) * 4) as usize;
+                buf[i..i + 4].copy_from_slice(&[200, 60, 60, 255]);
+            }
+        }
+        let v = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &buf).unwrap();
+        let mut p = Perceiver::new();
+        let c1 = p.classify_view(&v);
+        assert_eq!(c1.class, FrameClass::Scene);
+        let o1 = p.observe(&v, MonoTime(5_000), c1.class, &[]);
+        let c2 = p.classify_view(&v);
+        assert_eq!(c2.class, FrameClass::Unchanged);
+        let o2 = p.observe(&v, MonoTime(4_000), c2.class, &[]);
+        assert_eq!(o2.at, MonoTime(5_000));
+        assert!(!o1.elements.is_empty());
+        assert_eq!(o1.elements, o2.elements);
+        for e in &o2.elements {
+            assert!(v.bounds().contains_rect(&e.bbox));
+        }
+        let json = serde_json::to_value(&o2).unwrap();
+        assert_eq!(json["elements"][0]["bbox"], serde_json::json!([30, 20, 80, 30]));
+        assert_eq!(json["class"], "unchanged");
+        assert!(o2.to_text().contains("[1] rect"));
+    }
+}

@@ -1,0 +1,516 @@
+//! Element proposals (FR-PERC-005): candidates with a box, a confidence and the source that proposed
+//! them — OCR text, visual segmentation (filled and bordered rectangles, grid cells, connected
+//! components) and atlas templates — merged, and clamped inside the frame (INV-PERC-001).
+
+use crate::ocr::{union, TextLine, TextWord};
+use crate::template::Atlas;
+use gamepilot_core::{FrameView, PixelFormat, Rect};
+use serde::{Deserialize, Serialize};
+
+/// Who proposed an element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementSource {
+    /// An OCR text line or word group (buttons, menu entries).
+    Text,
+    /// A filled or bordered rectangle from colour segmentation.
+    Rect,
+    /// One of several equal rectangles in rows and columns (board cells).
+    Grid,
+    /// A compact connected component (icons).
+    Component,
+    /// A template from the session's atlas (elements clicked and confirmed).
+    Template,
+    /// The platform accessibility tree (FR-PERC-010).
+    Accessibility,
+}
+
+impl ElementSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElementSource::Text => "text",
+            ElementSource::Rect => "rect",
+            ElementSource::Grid => "grid",
+            ElementSource::Component => "component",
+            ElementSource::Template => "template",
+            ElementSource::Accessibility => "accessibility",
+        }
+    }
+}
+
+/// One proposed element before it has an id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub bbox: Rect,
+    pub confidence: f32,
+    pub source: ElementSource,
+    pub label: Option<String>,
+}
+
+/// Knobs of the proposer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProposalParams {
+    /// Working width of the segmentation (frames wider than this are sampled down).
+    pub work_width: u32,
+    /// Two neighbouring pixels join one region when no channel differs by more than this.
+    pub colour_tolerance: u8,
+    /// Smallest side of a proposed box, in frame pixels.
+    pub min_side: u32,
+    /// Largest box as a fraction of the frame area.
+    pub max_area_fraction: f32,
+    /// Text lines below this confidence propose nothing.
+    pub min_text_confidence: f32,
+    /// Most candidates returned (highest confidence first).
+    pub max_candidates: usize,
+}
+
+impl Default for ProposalParams {
+    fn default() -> Self {
+        ProposalParams {
+            work_width: 640,
+            colour_tolerance: 10,
+            min_side: 10,
+            max_area_fraction: 0.25,
+            min_text_confidence: 0.5,
+            max_candidates: 99,
+        }
+    }
+}
+
+/// Propose elements on `view` from its OCR `texts`, its segmentation and the `atlas`.
+pub fn propose(
+    view: &FrameView<'_>,
+    texts: &[TextLine],
+    atlas: &Atlas,
+    p: &ProposalParams,
+) -> Vec<Candidate> {
+    let bounds = view.bounds();
+    if bounds.is_empty() {
+        return Vec::new();
+    }
+    let mut cands = segment(view, p);
+    // Components that are really glyphs of recognised text go.
+    cands.retain(|c| {
+        c.source != ElementSource::Component
+            || !texts.iter().any(|t| overlap_fraction(&c.bbox, &t.bbox) > 0.3)
+    });
+    let text_cands = text_candidates(texts, p);
+    cands = attach_labels(cands, text_cands);
+    for (t, bbox, score) in atlas.find_all(view) {
+        cands.push(Candidate {
+            bbox,
+            confidence: score,
+            source: ElementSource::Template,
+            label: Some(t),
+        });
+    }
+    drop_containers(&mut cands);
+    let mut out = non_max_suppression(cands, 0.6);
+    // INV-PERC-001: every box wholly inside the captured region.
+    out = out
+        .into_iter()
+        .filter_map(|mut c| {
+            c.bbox = c.bbox.clamped_to(&bounds)?;
+            Some(c)
+        })
+        .collect();
+    out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    out.truncate(p.max_candidates);
+    out
+}
+
+/// Fraction of `a`'s area that lies inside `b`.
+pub fn overlap_fraction(a: &Rect, b: &Rect) -> f32 {
+    if a.area() == 0 {
+        return 0.0;
+    }
+    a.intersection(b).map(|i| i.area()).unwrap_or(0) as f32 / a.area() as f32
+}
+
+/// Text lines split into word groups at wide gaps (menu bars: "Game  Type  Help" are three targets).
+fn text_candidates(texts: &[TextLine], p: &ProposalParams) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for line in texts.iter().filter(|l| l.confidence >= p.min_text_confidence) {
+        let gap_limit = (line.bbox.h as i64).max(6);
+        let mut group: Vec<TextWord> = Vec::new();
+        let flush = |g: &mut Vec<TextWord>, out: &mut Vec<Candidate>| {
+            if let Some(l) = TextLine::from_words(std::mem::take(g)) {
+                out.push(Candidate {
+                    bbox: pad(&l.bbox, 2),
+                    confidence: 0.4 + 0.5 * l.confidence,
+                    source: ElementSource::Text,
+                    label: Some(l.text),
+                });
+            }
+        };
+        for w in &line.words {
+            if let Some(last) = group.last() {
+                if w.bbox.x as i64 - last.bbox.right() > gap_limit {
+                    flush(&mut group, &mut out);
+                }
+            }
+            group.push(w.clone());
+        }
+        flush(&mut group, &mut out);
+    }
+    out
+}
+
+fn pad(r: &Rect, d: i32) -> Rect {
+    Rect::new(r.x - d, r.y - d, r.w + 2 * d as u32, r.h + 2 * d as u32)
+}
+
+/// A text candidate that sits inside a small rectangle labels that rectangle (a button) instead of
+/// standing alone; other text candidates stay.
+fn attach_labels(mut shapes: Vec<Candidate>, texts: Vec<Candidate>) -> Vec<Candidate> {
+    let mut rest = Vec::new();
+    for t in texts {
+        let host = shapes
+            .iter_mut()
+            .filter(|s| s.source != ElementSource::Component)
+            .filter(|s| overlap_fraction(&t.bbox, &s.bbox) >= 0.8 && s.bbox.area() <= t.bbox.area() * 16)
+            .min_by_key(|s| s.bbox.area());
+        match host {
+            Some(s) => {
+                let label = t.label.unwrap_or_default();
+                s.label = Some(match s.label.take() {
+                    Some(l) if !l.is_empty() => format!("{l} {label}"),
+                    _ => label,
+                });
+                s.confidence = (s.confidence.max(t.confidence) + 0.1).min(1.0);
+            }
+            None => rest.push(t),
+        }
+    }
+    shapes.extend(rest);
+    shapes
+}
+
+/// Panels that merely contain three or more other candidates are containers, not targets.
+fn drop_containers(c: &mut Vec<Candidate>) {
+    let boxes: Vec<Rect> = c.iter().map(|c| c.bbox).collect();
+    c.retain(|me| {
+        if matches!(
+            me.source,
+            ElementSource::Text | ElementSource::Template | ElementSource::Accessibility
+        ) {
+            return true;
+        }
+        let inside = boxes
+            .iter()
+            .filter(|b| **b != me.bbox && me.bbox.contains_rect(b))
+            .count();
+        inside < 3
+    });
+}
+
+/// Greedy suppression: keep the most confident of overlapping candidates (IoU ≥ `iou`).
+pub fn non_max_suppression(mut c: Vec<Candidate>, iou: f32) -> Vec<Candidate> {
+    c.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    let mut kept: Vec<Candidate> = Vec::with_capacity(c.len());
+    for cand in c {
+        if let Some(k) = kept.iter_mut().find(|k| k.bbox.iou(&cand.bbox) >= iou) {
+            if k.label.is_none() && cand.label.is_some() {
+                k.label = cand.label;
+            }
+            continue;
+        }
+        kept.push(cand);
+    }
+    kept
+}
+
+struct Region {
+    x0: u32,
+    y0: u32,
+    x1: u32,
+    y1: u32,
+    count: u32,
+    edges: [u32; 4],
+}
+
+fn find(parent: &mut [u32], mut i: u32) -> u32 {
+    while parent[i as usize] != i {
+        let p = parent[parent[i as usize] as usize];
+        parent[i as usize] = p;
+        i = p;
+    }
+    i
+}
+
+/// Colour segmentation on a sampled working image: union-find over 4-neighbours with a colour tolerance,
+/// then shape tests per region.
+fn segment(view: &FrameView<'_>, p: &ProposalParams) -> Vec<Candidate> {
+    let f = view.width.div_ceil(p.work_width.max(1)).max(1);
+    let (w, h) = (view.width / f, view.height / f);
+    if w < 2 || h < 2 {
+        return Vec::new();
+    }
+    let n = (w * h) as usize;
+    let mut px = vec![[0u8; 3]; n];
+    let bgrx = view.format == PixelFormat::Bgrx;
+    for y in 0..h {
+        let row = view.row(y * f + f / 2);
+        for x in 0..w {
+            let i = ((x * f + f / 2) * 4) as usize;
+            if let Some(q) = row.get(i..i + 3) {
+                px[(y * w + x) as usize] = if bgrx {
+                    [q[2], q[1], q[0]]
+                } else {
+                    [q[0], q[1], q[2]]
+                };
+            }
+        }
+    }
+    let tol = p.colour_tolerance;
+    let close = |a: [u8; 3], b: [u8; 3]| {
+        a[0].abs_diff(b[0]) <= tol && a[1].abs_diff(b[1]) <= tol && a[2].abs_diff(b[2]) <= tol
+    };
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    for y in 0..h {
+        for x in 0..w {
+            let i = (y * w + x) as usize;
+            if x + 1 < w && close(px[i], px[i + 1]) {
+                let (a, b) = (find(&mut parent, i as u32), find(&mut parent, i as u32 + 1));
+                if a != b {
+                    parent[a.max(b) as usize] = a.min(b);
+                }
+            }
+            if y + 1 < h && close(px[i], px[i + w as usize]) {
+                let (a, b) = (
+                    find(&mut parent, i as u32),
+                    find(&mut parent, (i + w as usize) as u32),
+                );
+                if a != b {
+                    parent[a.max(b) as usize] = a.min(b);
+                }
+            }
+        }
+    }
+    let mut index = vec![u32::MAX; n];
+    let mut regions: Vec<Region> = Vec::new();
+    let mut label = vec![0u32; n];
+    for y in 0..h {
+        for x in 0..w {
+            let i = (y * w + x) as usize;
+            let r = find(&mut parent, i as u32) as usize;
+            if index[r] == u32::MAX {
+                index[r] = regions.len() as u32;
+                regions.push(Region {
+                    x0: x,
+                    y0: y,
+                    x1: x,
+                    y1: y,
+                    count: 0,
+                    edges: [0; 4],
+                });
+            }
+            let k = index[r];
+            label[i] = k;
+            let g = &mut regions[k as usize];
+            g.x0 = g.x0.min(x);
+            g.x1 = g.x1.max(x);
+            g.y1 = g.y1.max(y);
+            g.count += 1;
+        }
+    }
+    for y in 0..h {
+        for x in 0..w {
+            let g = &mut regions[label[(y * w + x) as usize] as usize];
+            if y == g.y0 {
+                g.edges[0] += 1;
+            }
+            if y == g.y1 {
+                g.edges[1] += 1;
+            }
+            if x == g.x0 {
+                g.edges[2] += 1;
+            }
+            if x == g.x1 {
+                g.edges[3] += 1;
+            }
+        }
+    }
+    let frame_area = (w * h) as f32;
+    let min_side = p.min_side.div_ceil(f).max(2);
+    let mut out = Vec::new();
+    for g in &regions {
+        let (bw, bh) = (g.x1 - g.x0 + 1, g.y1 - g.y0 + 1);
+        if bw < min_side
+            || bh < min_side
+            || (bw * bh) as f32 > p.max_area_fraction * frame_area
+            || g.count < 12
+        {
+            continue;
+        }
+        let cov = [
+            g.edges[0] as f32 / bw as f32,
+            g.edges[1] as f32 / bw as f32,
+            g.edges[2] as f32 / bh as f32,
+            g.edges[3] as f32 / bh as f32,
+        ];
+        let edge = cov.iter().cloned().fold(1.0f32, f32::min);
+        let fill = g.count as f32 / (bw * bh) as f32;
+        let bbox = Rect::new((g.x0 * f) as i32, (g.y0 * f) as i32, bw * f, bh * f);
+        let aspect = bw.max(bh) as f32 / bw.min(bh) as f32;
+        if edge >= 0.8 && fill >= 0.45 && aspect <= 12.0 {
+            out.push(Candidate {
+                bbox,
+                confidence: 0.45 + 0.3 * edge * fill.min(1.0),
+                source: ElementSource::Rect,
+                label: None,
+            });
+        } else if edge >= 0.8 && aspect <= 12.0 && bw >= 2 * min_side && bh >= min_side {
+            // An outline: the box it draws is the candidate.
+            out.push(Candidate {
+                bbox,
+                confidence: 0.45,
+                source: ElementSource::Rect,
+                label: None,
+            });
+        } else if fill >= 0.25 && aspect <= 4.0 && bw * f <= 160 && bh * f <= 160 {
+            out.push(Candidate {
+                bbox,
+                confidence: 0.3,
+                source: ElementSource::Component,
+                label: None,
+            });
+        }
+    }
+    mark_grids(&mut out);
+    out
+}
+
+/// Six or more rectangles of one size become grid cells.
+fn mark_grids(c: &mut [Candidate]) {
+    let key = |r: &Rect| ((r.w + 2) / 4, (r.h + 2) / 4);
+    let mut counts: std::collections::HashMap<(u32, u32), usize> = std::collections::HashMap::new();
+    for k in c
+        .iter()
+        .filter(|c| c.source == ElementSource::Rect)
+        .map(|c| key(&c.bbox))
+    {
+        *counts.entry(k).or_default() += 1;
+    }
+    for cand in c.iter_mut().filter(|c| c.source == ElementSource::Rect) {
+        if counts.get(&key(&cand.bbox)).copied().unwrap_or(0) >= 6 {
+            cand.source = ElementSource::Grid;
+            cand.confidence = cand.confidence.max(0.7);
+        }
+    }
+}
+
+/// The union of several boxes (None when empty).
+pub fn union_all(r: &[Rect]) -> Option<Rect> {
+    let first = *r.first()?;
+    Some(r[1..].iter().fold(first, |a, b| union(&a, b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gamepilot_core::PixelFormat;
+
+    fn canvas(w: u32, h: u32, bg: [u8; 3]) -> Vec<u8> {
+        let mut v = Vec::with_capacity((w * h * 4) as usize);
+        for _ in 0..w * h {
+            v.extend_from_slice(&[bg[0], bg[1], bg[2], 255]);
+        }
+        v
+    }
+
+    fn fill(buf: &mut [u8], w: u32, r: Rect, c: [u8; 3]) {
+        for y in r.y..r.y + r.h as i32 {
+            for x in r.x..r.x + r.w as i32 {
+                let i = ((y as u32 * w + x as u32) * 4) as usize;
+                buf[i..i + 3].copy_from_slice(&c);
+            }
+        }
+    }
+
+    #[test]
+    fn buttons_are_proposed_with_their_labels_and_inside_the_frame() {
+        // FR-PERC-005, INV-PERC-001
+        let (w, h) = (320u32, 200u32);
+        let mut buf = canvas(w, h, [20, 20, 40]);
+        let button = Rect::new(100, 50, 120, 30);
+        fill(&mut buf, w, button, [60, 140, 60]);
+        fill(&mut buf, w, Rect::new(130, 60, 60, 10), [250, 250, 250]); // "text"
+        let edge_box = Rect::new(300, 180, 20, 20); // touches the frame edge
+        fill(&mut buf, w, edge_box, [200, 30, 30]);
+        let v = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &buf).unwrap();
+        let text = TextLine::from_words(vec![TextWord {
+            text: "Play".into(),
+            bbox: Rect::new(130, 60, 60, 10),
+            confidence: 0.9,
+        }])
+        .unwrap();
+        let c = propose(&v, &[text], &Atlas::default(), &ProposalParams::default());
+        let b = c
+            .iter()
+            .find(|c| c.bbox.iou(&button) > 0.8)
+            .expect("button proposed");
+        assert_eq!(b.label.as_deref(), Some("Play"));
+        assert_eq!(b.source, ElementSource::Rect);
+        assert!(c.iter().any(|c| c.bbox.iou(&edge_box) > 0.8));
+        for cand in &c {
+            assert!(v.bounds().contains_rect(&cand.bbox), "{cand:?} outside the frame");
+        }
+    }
+
+    #[test]
+    fn equal_cells_become_grid_candidates() {
+        // FR-PERC-005
+        let (w, h) = (300u32, 300u32);
+        let mut buf = canvas(w, h, [0, 0, 0]);
+        for gy in 0..4 {
+            for gx in 0..4 {
+                fill(
+                    &mut buf,
+                    w,
+                    Rect::new(20 + gx * 60, 20 + gy * 60, 50, 50),
+                    [200, 200, 200],
+                );
+            }
+        }
+        let v = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &buf).unwrap();
+        let c = propose(&v, &[], &Atlas::default(), &ProposalParams::default());
+        assert_eq!(
+            c.iter().filter(|c| c.source == ElementSource::Grid).count(),
+            16,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn menu_words_far_apart_are_separate_targets() {
+        let word = |t: &str, x| TextWord {
+            text: t.into(),
+            bbox: Rect::new(x, 4, 30, 12),
+            confidence: 0.9,
+        };
+        let line = TextLine::from_words(vec![word("Game", 8), word("Type", 70), word("Help", 130)]).unwrap();
+        let c = text_candidates(&[line], &ProposalParams::default());
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[1].label.as_deref(), Some("Type"));
+    }
+
+    #[test]
+    fn overlapping_candidates_merge() {
+        let a = Candidate {
+            bbox: Rect::new(0, 0, 10, 10),
+            confidence: 0.5,
+            source: ElementSource::Rect,
+            label: None,
+        };
+        let b = Candidate {
+            bbox: Rect::new(1, 1, 10, 10),
+            confidence: 0.4,
+            source: ElementSource::Text,
+            label: Some("x".into()),
+        };
+        let m = non_max_suppression(vec![a, b], 0.6);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].label.as_deref(), Some("x"));
+    }
+}
