@@ -1,0 +1,442 @@
+//! The network edge: a SearxNG JSON search client and a bounded page fetcher (ureq): size limit,
+//! content-type check, bounded redirects, connect/read/overall timeouts, and a resolver that keeps
+//! fetched pages off loopback and private networks unless the user allows it.
+
+use std::io::{self, Read};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ResearchConfig, ResearchLimits};
+use crate::error::ResearchError;
+use crate::extract::{extract_readable_text, plain_text_paragraphs, ExtractedPage};
+use crate::query::Query;
+use crate::time::now_rfc3339;
+
+/// One search result (all of it untrusted).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// The result's URL (http or https).
+    pub url: String,
+    /// Its title.
+    #[serde(default)]
+    pub title: String,
+    /// The engine's snippet.
+    #[serde(default)]
+    pub content: String,
+}
+
+#[derive(Deserialize)]
+struct SearxngReply {
+    results: Vec<SearxngResult>,
+}
+
+#[derive(Deserialize)]
+struct SearxngResult {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+}
+
+/// A page that was fetched and reduced to readable text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedPage {
+    /// The URL asked for.
+    pub requested_url: String,
+    /// The URL the content came from, after redirects.
+    pub final_url: String,
+    /// HTTP status.
+    pub status: u16,
+    /// The media type (without parameters).
+    pub content_type: String,
+    /// Body bytes read (at most the page limit).
+    pub bytes_read: usize,
+    /// Reading stopped at the page limit.
+    pub truncated: bool,
+    /// The readable text.
+    pub page: ExtractedPage,
+    /// When it arrived, RFC 3339 UTC.
+    pub retrieved_at: String,
+}
+
+/// Media types read as pages.
+const HTML_TYPES: &[&str] = &["text/html", "application/xhtml+xml"];
+const TEXT_TYPES: &[&str] = &["text/plain", "text/markdown"];
+
+/// Fetches pages within the configured bounds.
+#[derive(Debug, Clone)]
+pub struct Fetcher {
+    agent: ureq::Agent,
+    limits: ResearchLimits,
+}
+
+impl Fetcher {
+    /// A fetcher for `config` (its limits and its private-address policy).
+    pub fn new(config: &ResearchConfig) -> Self {
+        Fetcher {
+            agent: agent(config, !config.allow_private_addresses),
+            limits: config.limits.clone(),
+        }
+    }
+
+    /// Fetches `url` and extracts readable text, stopping at the page byte limit, the request
+    /// timeout, or `deadline`, whichever comes first.
+    pub fn fetch(&self, url: &str, deadline: Instant) -> Result<FetchedPage, ResearchError> {
+        let parsed = check_url(url)?;
+        let url = parsed.as_str().to_string();
+        let timeout = time_left(deadline, self.limits.request_timeout)?;
+        let resp = self
+            .agent
+            .get(&url)
+            .timeout(timeout)
+            .call()
+            .map_err(|e| map_ureq(e, &url, self.limits.max_redirects))?;
+        let status = resp.status();
+        let final_url = resp.get_url().to_string();
+        let content_type = media_type(resp.header("content-type"));
+        let is_html = HTML_TYPES.contains(&content_type.as_str());
+        if !is_html && !TEXT_TYPES.contains(&content_type.as_str()) {
+            return Err(ResearchError::UnsupportedContentType {
+                url: final_url,
+                content_type: if content_type.is_empty() {
+                    "(none)".into()
+                } else {
+                    content_type
+                },
+            });
+        }
+        let (body, truncated) = read_limited(resp.into_reader(), self.limits.max_page_bytes, &final_url)?;
+        if body.iter().take(8192).any(|b| *b == 0) {
+            return Err(ResearchError::BinaryContent { url: final_url });
+        }
+        let retrieved_at = now_rfc3339();
+        let text = String::from_utf8_lossy(&body);
+        let text = text.trim_end_matches('\u{FFFD}');
+        let page = if is_html {
+            extract_readable_text(text)
+        } else {
+            plain_text_paragraphs(text)
+        };
+        Ok(FetchedPage {
+            requested_url: url,
+            final_url,
+            status,
+            content_type,
+            bytes_read: body.len(),
+            truncated,
+            page,
+            retrieved_at,
+        })
+    }
+}
+
+/// A SearxNG JSON API client for the user's endpoint.
+#[derive(Debug, Clone)]
+pub struct SearxngClient {
+    agent: ureq::Agent,
+    endpoint: String,
+    limits: ResearchLimits,
+}
+
+impl SearxngClient {
+    /// A client for `{base_url}/search`. The endpoint is the user's choice, so it may be local.
+    pub fn new(base_url: &str, config: &ResearchConfig) -> Result<Self, ResearchError> {
+        let endpoint = format!("{}/search", base_url.trim_end_matches('/'));
+        check_url(&endpoint).map_err(|e| ResearchError::InvalidConfig {
+            reason: format!("search endpoint: {e}"),
+        })?;
+        Ok(SearxngClient {
+            agent: agent(config, false),
+            endpoint,
+            limits: config.limits.clone(),
+        })
+    }
+
+    /// The search URL without parameters (for the log).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// `GET {base}/search?q=…&format=json`; returns the http(s) results, duplicates removed.
+    pub fn search(&self, query: &Query, deadline: Instant) -> Result<Vec<SearchHit>, ResearchError> {
+        let timeout = time_left(deadline, self.limits.request_timeout)?;
+        let resp = self
+            .agent
+            .get(&self.endpoint)
+            .query("q", query.as_str())
+            .query("format", "json")
+            .timeout(timeout)
+            .call()
+            .map_err(|e| map_ureq(e, &self.endpoint, self.limits.max_redirects))?;
+        let content_type = media_type(resp.header("content-type"));
+        if !content_type.contains("json") {
+            return Err(ResearchError::UnsupportedContentType {
+                url: self.endpoint.clone(),
+                content_type,
+            });
+        }
+        let (body, truncated) =
+            read_limited(resp.into_reader(), self.limits.max_search_bytes, &self.endpoint)?;
+        if truncated {
+            return Err(ResearchError::MalformedSearchResponse {
+                url: self.endpoint.clone(),
+                message: format!("reply larger than {} bytes", self.limits.max_search_bytes),
+            });
+        }
+        let reply: SearxngReply =
+            serde_json::from_slice(&body).map_err(|e| ResearchError::MalformedSearchResponse {
+                url: self.endpoint.clone(),
+                message: e.to_string(),
+            })?;
+        let mut hits: Vec<SearchHit> = Vec::new();
+        for r in reply.results {
+            let Some(url) = r.url else { continue };
+            let Ok(u) = check_url(&url) else { continue };
+            let url = u.to_string();
+            if hits.iter().any(|h| h.url == url) {
+                continue;
+            }
+            hits.push(SearchHit {
+                url,
+                title: r.title.unwrap_or_default(),
+                content: r.content.unwrap_or_default(),
+            });
+        }
+        Ok(hits)
+    }
+}
+
+fn agent(config: &ResearchConfig, block_private: bool) -> ureq::Agent {
+    let l = &config.limits;
+    ureq::AgentBuilder::new()
+        .timeout_connect(l.connect_timeout)
+        .timeout_read(l.read_timeout)
+        .timeout(l.request_timeout)
+        .redirects(l.max_redirects)
+        .user_agent(&config.user_agent)
+        .resolver(GuardedResolver { block_private })
+        .build()
+}
+
+/// Parses `url` and accepts only http and https; the fragment is dropped.
+fn check_url(url: &str) -> Result<url::Url, ResearchError> {
+    let mut u = url::Url::parse(url).map_err(|e| ResearchError::InvalidUrl {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })?;
+    if u.scheme() != "http" && u.scheme() != "https" {
+        return Err(ResearchError::InvalidUrl {
+            url: url.to_string(),
+            reason: format!("scheme {:?} is not http or https", u.scheme()),
+        });
+    }
+    if u.host_str().is_none() {
+        return Err(ResearchError::InvalidUrl {
+            url: url.to_string(),
+            reason: "no host".into(),
+        });
+    }
+    u.set_fragment(None);
+    Ok(u)
+}
+
+/// The smaller of `cap` and the time left before `deadline`; none left is `DeadlineExceeded`.
+fn time_left(deadline: Instant, cap: Duration) -> Result<Duration, ResearchError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left < Duration::from_millis(1) {
+        return Err(ResearchError::DeadlineExceeded);
+    }
+    Ok(left.min(cap))
+}
+
+/// `text/html; charset=utf-8` → `text/html`; missing → empty.
+fn media_type(header: Option<&str>) -> String {
+    header
+        .and_then(|h| h.split(';').next())
+        .map(|m| m.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// Reads at most `limit` bytes; the flag says whether more was available.
+fn read_limited(reader: impl Read, limit: usize, url: &str) -> Result<(Vec<u8>, bool), ResearchError> {
+    let mut body = Vec::with_capacity(limit.min(64 * 1024));
+    let mut take = reader.take(limit as u64 + 1);
+    take.read_to_end(&mut body).map_err(|e| map_io(&e, url))?;
+    let truncated = body.len() > limit;
+    body.truncate(limit);
+    Ok((body, truncated))
+}
+
+fn map_io(e: &io::Error, url: &str) -> ResearchError {
+    match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+            ResearchError::Timeout { url: url.to_string() }
+        }
+        _ => ResearchError::Transport {
+            url: url.to_string(),
+            message: e.to_string(),
+        },
+    }
+}
+
+fn map_ureq(e: ureq::Error, url: &str, redirect_limit: u32) -> ResearchError {
+    match e {
+        ureq::Error::Status(status, resp) => ResearchError::HttpStatus {
+            url: resp.get_url().to_string(),
+            status,
+        },
+        ureq::Error::Transport(t) => {
+            if t.kind() == ureq::ErrorKind::TooManyRedirects {
+                return ResearchError::TooManyRedirects {
+                    url: url.to_string(),
+                    limit: redirect_limit,
+                };
+            }
+            let io_err = std::error::Error::source(&t).and_then(|s| s.downcast_ref::<io::Error>());
+            if let Some(io_err) = io_err {
+                if let Some(b) = io_err.get_ref().and_then(|r| r.downcast_ref::<Blocked>()) {
+                    return ResearchError::BlockedAddress { host: b.0.clone() };
+                }
+                if matches!(io_err.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) {
+                    return ResearchError::Timeout { url: url.to_string() };
+                }
+            }
+            ResearchError::Transport {
+                url: url.to_string(),
+                message: t.to_string(),
+            }
+        }
+    }
+}
+
+/// The resolver's refusal, carried inside the io::Error so it maps to `BlockedAddress`.
+#[derive(Debug)]
+struct Blocked(String);
+
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} resolves to a non-public address", self.0)
+    }
+}
+
+impl std::error::Error for Blocked {}
+
+/// Resolves with the system resolver and, when blocking, refuses hosts with any non-public address
+/// (checked at connect time, so redirects are covered too).
+struct GuardedResolver {
+    block_private: bool,
+}
+
+impl ureq::Resolver for GuardedResolver {
+    fn resolve(&self, netloc: &str) -> io::Result<Vec<SocketAddr>> {
+        let addrs: Vec<SocketAddr> = netloc.to_socket_addrs()?.collect();
+        if self.block_private && addrs.iter().any(|a| !is_public(a.ip())) {
+            let host = netloc
+                .rsplit_once(':')
+                .map(|(h, _)| h)
+                .unwrap_or(netloc)
+                .to_string();
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, Blocked(host)));
+        }
+        Ok(addrs)
+    }
+}
+
+/// Globally routable unicast (not loopback, private, link-local, shared, documentation, multicast…).
+fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_multicast()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xC0) == 64)
+                || (o[0] == 198 && (o[1] & 0xFE) == 18)
+                || o[0] >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xFE00) == 0xFC00
+                || (s[0] & 0xFFC0) == 0xFE80
+                || s[0] == 0x2001 && s[1] == 0x0DB8)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_address_classification() {
+        for a in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "172.16.5.5",
+            "169.254.1.1",
+            "100.64.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "0.0.0.0",
+        ] {
+            assert!(!is_public(a.parse().unwrap()), "{a}");
+        }
+        for a in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+            assert!(is_public(a.parse().unwrap()), "{a}");
+        }
+    }
+
+    #[test]
+    fn urls_must_be_http() {
+        assert!(check_url("https://example.org/a#frag").is_ok());
+        assert_eq!(
+            check_url("https://example.org/a#frag").unwrap().as_str(),
+            "https://example.org/a"
+        );
+        assert!(matches!(
+            check_url("file:///etc/passwd"),
+            Err(ResearchError::InvalidUrl { .. })
+        ));
+        assert!(matches!(
+            check_url("javascript:alert(1)"),
+            Err(ResearchError::InvalidUrl { .. })
+        ));
+        assert!(matches!(
+            check_url("not a url"),
+            Err(ResearchError::InvalidUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn media_types() {
+        assert_eq!(media_type(Some("Text/HTML; charset=utf-8")), "text/html");
+        assert_eq!(media_type(None), "");
+    }
+
+    #[test]
+    fn deadline_in_the_past_is_named() {
+        let past = Instant::now() - Duration::from_millis(5);
+        assert_eq!(
+            time_left(past, Duration::from_secs(1)),
+            Err(ResearchError::DeadlineExceeded)
+        );
+    }
+}
