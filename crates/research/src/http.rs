@@ -4,6 +4,8 @@
 
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -83,51 +85,38 @@ impl Fetcher {
         }
     }
 
-    /// Fetches `url` and extracts readable text, stopping at the page byte limit, the request
-    /// timeout, or `deadline`, whichever comes first.
+    /// Fetches `url` and extracts readable text, stopping at the page byte limit, the read
+    /// (inactivity) timeout, the request timeout, or `deadline`, whichever comes first.
     pub fn fetch(&self, url: &str, deadline: Instant) -> Result<FetchedPage, ResearchError> {
         let parsed = check_url(url)?;
         let url = parsed.as_str().to_string();
-        let timeout = time_left(deadline, self.limits.request_timeout)?;
-        let resp = self
-            .agent
-            .get(&url)
-            .timeout(timeout)
-            .call()
-            .map_err(|e| map_ureq(e, &url, self.limits.max_redirects))?;
-        let status = resp.status();
-        let final_url = resp.get_url().to_string();
-        let content_type = media_type(resp.header("content-type"));
-        let is_html = HTML_TYPES.contains(&content_type.as_str());
-        if !is_html && !TEXT_TYPES.contains(&content_type.as_str()) {
-            return Err(ResearchError::UnsupportedContentType {
-                url: final_url,
-                content_type: if content_type.is_empty() {
-                    "(none)".into()
-                } else {
-                    content_type
-                },
-            });
-        }
-        let (body, truncated) = read_limited(resp.into_reader(), self.limits.max_page_bytes, &final_url)?;
-        if body.iter().take(8192).any(|b| *b == 0) {
-            return Err(ResearchError::BinaryContent { url: final_url });
+        let raw = bounded_get(
+            &self.agent,
+            &url,
+            Vec::new(),
+            time_left(deadline, self.limits.request_timeout)?,
+            self.limits.max_page_bytes,
+            |ct| HTML_TYPES.contains(&ct) || TEXT_TYPES.contains(&ct),
+            self.limits.max_redirects,
+        )?;
+        if raw.body.iter().take(8192).any(|b| *b == 0) {
+            return Err(ResearchError::BinaryContent { url: raw.final_url });
         }
         let retrieved_at = now_rfc3339();
-        let text = String::from_utf8_lossy(&body);
+        let text = String::from_utf8_lossy(&raw.body);
         let text = text.trim_end_matches('\u{FFFD}');
-        let page = if is_html {
+        let page = if HTML_TYPES.contains(&raw.content_type.as_str()) {
             extract_readable_text(text)
         } else {
             plain_text_paragraphs(text)
         };
         Ok(FetchedPage {
             requested_url: url,
-            final_url,
-            status,
-            content_type,
-            bytes_read: body.len(),
-            truncated,
+            final_url: raw.final_url,
+            status: raw.status,
+            content_type: raw.content_type,
+            bytes_read: raw.body.len(),
+            truncated: raw.truncated,
             page,
             retrieved_at,
         })
@@ -163,32 +152,26 @@ impl SearxngClient {
 
     /// `GET {base}/search?q=…&format=json`; returns the http(s) results, duplicates removed.
     pub fn search(&self, query: &Query, deadline: Instant) -> Result<Vec<SearchHit>, ResearchError> {
-        let timeout = time_left(deadline, self.limits.request_timeout)?;
-        let resp = self
-            .agent
-            .get(&self.endpoint)
-            .query("q", query.as_str())
-            .query("format", "json")
-            .timeout(timeout)
-            .call()
-            .map_err(|e| map_ureq(e, &self.endpoint, self.limits.max_redirects))?;
-        let content_type = media_type(resp.header("content-type"));
-        if !content_type.contains("json") {
-            return Err(ResearchError::UnsupportedContentType {
-                url: self.endpoint.clone(),
-                content_type,
-            });
-        }
-        let (body, truncated) =
-            read_limited(resp.into_reader(), self.limits.max_search_bytes, &self.endpoint)?;
-        if truncated {
+        let raw = bounded_get(
+            &self.agent,
+            &self.endpoint,
+            vec![
+                ("q".to_string(), query.as_str().to_string()),
+                ("format".to_string(), "json".to_string()),
+            ],
+            time_left(deadline, self.limits.request_timeout)?,
+            self.limits.max_search_bytes,
+            |ct| ct.contains("json"),
+            self.limits.max_redirects,
+        )?;
+        if raw.truncated {
             return Err(ResearchError::MalformedSearchResponse {
                 url: self.endpoint.clone(),
                 message: format!("reply larger than {} bytes", self.limits.max_search_bytes),
             });
         }
         let reply: SearxngReply =
-            serde_json::from_slice(&body).map_err(|e| ResearchError::MalformedSearchResponse {
+            serde_json::from_slice(&raw.body).map_err(|e| ResearchError::MalformedSearchResponse {
                 url: self.endpoint.clone(),
                 message: e.to_string(),
             })?;
@@ -210,12 +193,135 @@ impl SearxngClient {
     }
 }
 
+/// A response read within bounds.
+struct RawResponse {
+    final_url: String,
+    status: u16,
+    content_type: String,
+    body: Vec<u8>,
+    truncated: bool,
+}
+
+/// GET with hard bounds. ureq's own overall timeout would replace its read (inactivity) timeout, so
+/// the agent keeps connect and read timeouts and the whole request runs on a short-lived thread that
+/// the caller waits for no longer than `limit`; the thread notices the cancellation at its next read
+/// (each read is bounded by the read timeout) and ends. The content type is checked (by `accept`)
+/// before any of the body is read; the body is read up to `max_bytes`.
+fn bounded_get(
+    agent: &ureq::Agent,
+    url: &str,
+    params: Vec<(String, String)>,
+    limit: Duration,
+    max_bytes: usize,
+    accept: fn(&str) -> bool,
+    redirect_limit: u32,
+) -> Result<RawResponse, ResearchError> {
+    let hard_deadline = Instant::now() + limit;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let (agent, url_owned, flag) = (agent.clone(), url.to_string(), Arc::clone(&cancel));
+    std::thread::Builder::new()
+        .name("research-http".into())
+        .spawn(move || {
+            let r = get_blocking(
+                &agent,
+                &url_owned,
+                &params,
+                hard_deadline,
+                &flag,
+                max_bytes,
+                accept,
+                redirect_limit,
+            );
+            let _ = tx.send(r);
+        })
+        .map_err(|e| ResearchError::Transport {
+            url: url.to_string(),
+            message: format!("could not start the HTTP thread: {e}"),
+        })?;
+    match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(_) => {
+            cancel.store(true, Ordering::SeqCst);
+            Err(ResearchError::Timeout { url: url.to_string() })
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn get_blocking(
+    agent: &ureq::Agent,
+    url: &str,
+    params: &[(String, String)],
+    hard_deadline: Instant,
+    cancel: &AtomicBool,
+    max_bytes: usize,
+    accept: fn(&str) -> bool,
+    redirect_limit: u32,
+) -> Result<RawResponse, ResearchError> {
+    let mut req = agent.get(url);
+    for (k, v) in params {
+        req = req.query(k, v);
+    }
+    let resp = req.call().map_err(|e| map_ureq(e, url, redirect_limit))?;
+    let status = resp.status();
+    let final_url = resp.get_url().to_string();
+    let content_type = media_type(resp.header("content-type"));
+    if !accept(&content_type) {
+        return Err(ResearchError::UnsupportedContentType {
+            url: final_url,
+            content_type: if content_type.is_empty() {
+                "(none)".into()
+            } else {
+                content_type
+            },
+        });
+    }
+    let mut reader = resp.into_reader();
+    let mut body = Vec::with_capacity(max_bytes.min(64 * 1024));
+    let mut chunk = vec![0u8; 16 * 1024];
+    let mut truncated = false;
+    loop {
+        if cancel.load(Ordering::SeqCst) || Instant::now() >= hard_deadline {
+            return Err(ResearchError::Timeout { url: final_url });
+        }
+        let n = match reader.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(map_io(&e, &final_url)),
+        };
+        if n == 0 {
+            break;
+        }
+        let room = max_bytes - body.len();
+        if n > room {
+            body.extend_from_slice(&chunk[..room]);
+            truncated = true;
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+        if body.len() == max_bytes {
+            // Full: one more byte would mean truncation.
+            let mut probe = [0u8; 1];
+            truncated = matches!(reader.read(&mut probe), Ok(1));
+            break;
+        }
+    }
+    Ok(RawResponse {
+        final_url,
+        status,
+        content_type,
+        body,
+        truncated,
+    })
+}
+
 fn agent(config: &ResearchConfig, block_private: bool) -> ureq::Agent {
     let l = &config.limits;
     ureq::AgentBuilder::new()
         .timeout_connect(l.connect_timeout)
         .timeout_read(l.read_timeout)
-        .timeout(l.request_timeout)
+        .timeout_write(l.read_timeout)
         .redirects(l.max_redirects)
         .user_agent(&config.user_agent)
         .resolver(GuardedResolver { block_private })
@@ -259,16 +365,6 @@ fn media_type(header: Option<&str>) -> String {
         .and_then(|h| h.split(';').next())
         .map(|m| m.trim().to_ascii_lowercase())
         .unwrap_or_default()
-}
-
-/// Reads at most `limit` bytes; the flag says whether more was available.
-fn read_limited(reader: impl Read, limit: usize, url: &str) -> Result<(Vec<u8>, bool), ResearchError> {
-    let mut body = Vec::with_capacity(limit.min(64 * 1024));
-    let mut take = reader.take(limit as u64 + 1);
-    take.read_to_end(&mut body).map_err(|e| map_io(&e, url))?;
-    let truncated = body.len() > limit;
-    body.truncate(limit);
-    Ok((body, truncated))
 }
 
 fn map_io(e: &io::Error, url: &str) -> ResearchError {
