@@ -1,0 +1,44 @@
+//! Reads session recordings and replays them through the loop logic, diffing the decisions (the spec's
+//! Replay method); analyses and renders them for `gamepilot report`.
+//!
+//! Only the binary's `replay` and `report` commands use this crate: recordings are write-only from the
+//! agent's perspective (INV-CTX-002), which `cargo xtask lint` enforces.
+
+pub mod analysis;
+pub mod driver;
+pub mod reader;
+pub mod report;
+
+pub use analysis::{Analysis, TimingTick};
+pub use driver::{replay, Divergence, ReplayOutcome};
+pub use reader::Recording;
+pub use report::render_html;
+
+/// Errors of reading and replaying a recording.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("{path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a recording line: {message}")]
+    BadLine {
+        path: std::path::PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{0}: the recording is empty or does not start with session_start")]
+    NoHeader(std::path::PathBuf),
+    #[error("{path}: schema version {found} is not supported (this build reads version {supported})")]
+    Schema {
+        path: std::path::PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("line seq {seq}: the loop event cannot be read: {message}")]
+    BadEvent { seq: u64, message: String },
+    #[error("the recorded loop configuration cannot be read: {0}")]
+    BadConfig(String),
+}
