@@ -1,6 +1,6 @@
 //! Pixel kernels: the HSV filter behind `region_fraction` and the content hash that keys recognition.
 
-use crate::program::{Bound, FractionSpec};
+use crate::program::FractionSpec;
 use crate::value::CmpOp;
 use gamepilot_core::{FrameView, PixelFormat, Rect};
 
@@ -8,25 +8,46 @@ use gamepilot_core::{FrameView, PixelFormat, Rect};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PixelFilter {
     hue: Option<(f32, f32)>,
-    sat: [Option<(CmpOp, f32)>; 2],
-    /// Value bounds on the 0..255 scale of the brightest channel.
-    val: [Option<(CmpOp, f32)>; 2],
-}
-
-fn two(bounds: &[Bound], scale: f32) -> [Option<(CmpOp, f32)>; 2] {
-    let mut out = [None; 2];
-    for (slot, b) in out.iter_mut().zip(bounds) {
-        *slot = Some((b.op, b.threshold * scale));
-    }
-    out
+    /// Saturation bounds: `chroma (>|>=) lo * max` and `chroma (<|<=) hi * max`.
+    sat_lo: f32,
+    sat_lo_strict: bool,
+    sat_hi: f32,
+    sat_hi_strict: bool,
+    /// Value bounds as an inclusive range of the brightest channel (exact: that channel is an integer).
+    val_lo: u8,
+    val_hi: u8,
+    /// No pixel can pass (an empty value range).
+    never: bool,
 }
 
 impl PixelFilter {
     pub fn new(spec: &FractionSpec) -> Self {
+        let (mut sat_lo, mut sat_lo_strict, mut sat_hi, mut sat_hi_strict) = (0.0f32, false, 1.0f32, false);
+        for b in &spec.saturation {
+            match b.op {
+                CmpOp::Gt | CmpOp::Ge => (sat_lo, sat_lo_strict) = (b.threshold, b.op == CmpOp::Gt),
+                _ => (sat_hi, sat_hi_strict) = (b.threshold, b.op == CmpOp::Lt),
+            }
+        }
+        let (mut lo, mut hi) = (0i32, 255i32);
+        for b in &spec.value {
+            let t = b.threshold as f64 * 255.0;
+            match b.op {
+                CmpOp::Gt => lo = lo.max(t.floor() as i32 + 1),
+                CmpOp::Ge => lo = lo.max(t.ceil() as i32),
+                CmpOp::Lt => hi = hi.min(t.ceil() as i32 - 1),
+                _ => hi = hi.min(t.floor() as i32),
+            }
+        }
         PixelFilter {
             hue: spec.hue,
-            sat: two(&spec.saturation, 1.0),
-            val: two(&spec.value, 255.0),
+            sat_lo,
+            sat_lo_strict,
+            sat_hi,
+            sat_hi_strict,
+            val_lo: lo.clamp(0, 255) as u8,
+            val_hi: hi.clamp(0, 255) as u8,
+            never: lo > hi || lo > 255 || hi < 0,
         }
     }
 
@@ -35,35 +56,40 @@ impl PixelFilter {
     pub fn matches(&self, r: u8, g: u8, b: u8) -> bool {
         let max = r.max(g).max(b);
         let min = r.min(g).min(b);
-        let maxf = max as f32;
-        let chroma = (max - min) as f32;
-        for (op, t) in self.val.iter().flatten() {
-            if !op.holds_f32(maxf, *t) {
-                return false;
-            }
+        if self.never || max < self.val_lo || max > self.val_hi {
+            return false;
         }
         // saturation = chroma / max (0 for black); compare without dividing.
-        for (op, t) in self.sat.iter().flatten() {
-            if !op.holds_f32(chroma, *t * maxf) {
-                return false;
+        let maxf = max as f32;
+        let chroma = (max - min) as f32;
+        let lo = self.sat_lo * maxf;
+        let hi = self.sat_hi * maxf;
+        let lo_ok = if self.sat_lo_strict {
+            chroma > lo
+        } else {
+            chroma >= lo
+        };
+        let hi_ok = if self.sat_hi_strict {
+            chroma < hi
+        } else {
+            chroma <= hi
+        };
+        if !(lo_ok && hi_ok) {
+            return false;
+        }
+        match self.hue {
+            None => true,
+            // Greys have no hue and never match a hue range.
+            Some(_) if max == min => false,
+            Some((lo, hi)) => {
+                let h = hue_degrees(r, g, b, max, chroma);
+                if lo <= hi {
+                    h >= lo && h <= hi
+                } else {
+                    h >= lo || h <= hi
+                }
             }
         }
-        if let Some((lo, hi)) = self.hue {
-            if max == min {
-                // Greys have no hue and never match a hue range.
-                return false;
-            }
-            let h = hue_degrees(r, g, b, max, chroma);
-            let inside = if lo <= hi {
-                h >= lo && h <= hi
-            } else {
-                h >= lo || h <= hi
-            };
-            if !inside {
-                return false;
-            }
-        }
-        true
     }
 }
 
@@ -100,11 +126,19 @@ pub fn region_fraction(view: &FrameView<'_>, rect: Rect, filter: &PixelFilter) -
     let (ri, bi) = rb(view.format);
     let (x0, x1) = (r.x as usize * 4, (r.x as usize + r.w as usize) * 4);
     let mut hits = 0u64;
+    // HUD regions are mostly runs of one colour: reuse the verdict of the previous identical pixel.
+    let mut last = u32::MAX;
+    let mut last_hit = 0u64;
     for y in r.y as u32..r.y as u32 + r.h {
         let row = view.row(y);
         let px = row.get(x0..x1)?;
         for p in px.chunks_exact(4) {
-            hits += u64::from(filter.matches(p[ri], p[1], p[bi]));
+            let key = u32::from_le_bytes([p[0], p[1], p[2], 0]);
+            if key != last {
+                last = key;
+                last_hit = u64::from(filter.matches(p[ri], p[1], p[bi]));
+            }
+            hits += last_hit;
         }
     }
     Some(hits as f64 / r.area() as f64)
@@ -147,6 +181,7 @@ pub fn region_hash(view: &FrameView<'_>, rect: Rect) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::program::Bound;
 
     fn spec(hue: Option<(f32, f32)>, sat: &[(CmpOp, f32)], val: &[(CmpOp, f32)]) -> PixelFilter {
         let b = |v: &[(CmpOp, f32)]| v.iter().map(|&(op, threshold)| Bound { op, threshold }).collect();
