@@ -129,12 +129,29 @@ pub fn mouse_button_name(b: u8) -> String {
 /// Input as the game sees it (already translated from X11; key names are keysym names).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Key { name: String, down: bool },
-    Button { button: u8, down: bool, x: i32, y: i32 },
-    Motion { x: i32, y: i32 },
-    Enter { x: i32, y: i32 },
+    Key {
+        name: String,
+        down: bool,
+    },
+    Button {
+        button: u8,
+        down: bool,
+        x: i32,
+        y: i32,
+    },
+    Motion {
+        x: i32,
+        y: i32,
+    },
+    Enter {
+        x: i32,
+        y: i32,
+    },
     Leave,
     Focus(bool),
+    /// The keys the server says are down right now (sent on focus-in): held keys not among them are
+    /// dropped, since their release went elsewhere.
+    KeysDown(Vec<String>),
 }
 
 /// What the shell must do for the game.
@@ -436,6 +453,7 @@ impl Game {
                     self.pending_press = None;
                 }
             }
+            Event::KeysDown(down) => self.held_keys.retain(|k| down.contains(k)),
             Event::Key { name, down } => {
                 if self.focused {
                     self.key(name, down);
@@ -838,6 +856,19 @@ mod tests {
         assert_eq!(g.player, p);
         assert!(g.held_keys.is_empty());
         assert!(!g.focused);
+    }
+
+    #[test]
+    fn keymap_sync_drops_keys_released_elsewhere() {
+        let mut g = playing();
+        key(&mut g, "Alt_L", true, 0.0);
+        key(&mut g, "w", true, 0.0);
+        g.handle(Event::KeysDown(vec!["w".into()]), 10.0);
+        assert_eq!(
+            g.held_keys.iter().cloned().collect::<Vec<_>>(),
+            vec!["w".to_string()]
+        );
+        assert_eq!(g.key_events["Alt_L"].release, 0, "not a real transition");
     }
 
     #[test]

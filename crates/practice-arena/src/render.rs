@@ -29,10 +29,12 @@ struct Raster {
     cov: Vec<u8>,
 }
 
+type GlyphCache = RefCell<HashMap<(GlyphId, u32), Rc<Option<Raster>>>>;
+
 /// A font with a cache of rasterised glyphs.
 pub struct Face {
     font: FontArc,
-    cache: RefCell<HashMap<(GlyphId, u32), Rc<Option<Raster>>>>,
+    cache: GlyphCache,
 }
 
 impl Face {

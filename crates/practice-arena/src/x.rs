@@ -47,6 +47,8 @@ pub struct GameWindow {
     pending: VecDeque<XEvent>,
     /// Whether XKB detectable autorepeat is on (else autorepeat is recognised by time stamps).
     pub detectable_autorepeat: bool,
+    /// Print every X event to stderr (PRACTICE_ARENA_DEBUG=1).
+    debug: bool,
 }
 
 fn intern(conn: &RustConnection, name: &str) -> Result<u32, ArenaError> {
@@ -96,6 +98,7 @@ impl GameWindow {
             | EventMask::ENTER_WINDOW
             | EventMask::LEAVE_WINDOW
             | EventMask::FOCUS_CHANGE
+            | EventMask::KEYMAP_STATE
             | EventMask::STRUCTURE_NOTIFY;
         conn.create_window(
             24,
@@ -186,6 +189,7 @@ impl GameWindow {
             keysyms: Vec::new(),
             pending: VecDeque::new(),
             detectable_autorepeat,
+            debug: std::env::var_os("PRACTICE_ARENA_DEBUG").is_some_and(|v| v == "1"),
         };
         w.load_keymap()?;
         w.conn.map_window(win).map_err(xerr)?;
@@ -236,6 +240,9 @@ impl GameWindow {
     pub fn poll_events(&mut self) -> Result<Vec<WinEvent>, ArenaError> {
         let mut out = Vec::new();
         while let Some(ev) = self.next_raw()? {
+            if self.debug {
+                eprintln!("practice-arena: {ev:?}");
+            }
             match ev {
                 XEvent::KeyPress(e) => out.push(WinEvent::Input(
                     Event::Key {
@@ -302,31 +309,32 @@ impl GameWindow {
                     },
                     Some(e.time),
                 )),
-                XEvent::LeaveNotify(e) => {
-                    if e.mode == NotifyMode::NORMAL {
-                        out.push(WinEvent::Input(Event::Leave, Some(e.time)))
-                    }
+                XEvent::LeaveNotify(e) if e.mode == NotifyMode::NORMAL => {
+                    out.push(WinEvent::Input(Event::Leave, Some(e.time)))
                 }
-                XEvent::FocusIn(e) => {
-                    if focus_counts(e.mode, e.detail) {
-                        out.push(WinEvent::Input(Event::Focus(true), None))
-                    }
+                XEvent::FocusIn(e) if focus_counts(e.detail) => {
+                    out.push(WinEvent::Input(Event::Focus(true), None))
                 }
-                XEvent::FocusOut(e) => {
-                    if focus_counts(e.mode, e.detail) {
-                        out.push(WinEvent::Input(Event::Focus(false), None))
-                    }
+                XEvent::FocusOut(e) if focus_counts(e.detail) => {
+                    out.push(WinEvent::Input(Event::Focus(false), None))
                 }
-                XEvent::Expose(e) => {
-                    if e.count == 0 {
-                        out.push(WinEvent::Expose)
+                XEvent::Expose(e) if e.count == 0 => out.push(WinEvent::Expose),
+                XEvent::KeymapNotify(e) => {
+                    let mut down = Vec::new();
+                    for (byte, bits) in e.keys.iter().enumerate() {
+                        for bit in 0..8 {
+                            if bits & (1 << bit) != 0 {
+                                // keys[0] bit 0 is keycode 8.
+                                let keycode = (byte * 8 + bit + 8) as u8;
+                                down.push(self.key_name(keycode));
+                            }
+                        }
                     }
+                    out.push(WinEvent::Input(Event::KeysDown(down), None))
                 }
                 XEvent::MappingNotify(_) => self.load_keymap()?,
-                XEvent::ClientMessage(e) => {
-                    if is_delete(&e, self.wm_protocols, self.wm_delete) {
-                        out.push(WinEvent::Close)
-                    }
+                XEvent::ClientMessage(e) if is_delete(&e, self.wm_protocols, self.wm_delete) => {
+                    out.push(WinEvent::Close)
                 }
                 XEvent::Error(e) => eprintln!("practice-arena: X11 error {e:?}"),
                 _ => {}
@@ -378,11 +386,10 @@ impl GameWindow {
     }
 }
 
-fn focus_counts(mode: NotifyMode, detail: NotifyDetail) -> bool {
-    detail != NotifyDetail::POINTER
-        && detail != NotifyDetail::POINTER_ROOT
-        && detail != NotifyDetail::NONE
-        && (mode == NotifyMode::NORMAL || mode == NotifyMode::WHILE_GRABBED)
+/// Whether a FocusIn/FocusOut is about this window's keyboard focus. A keyboard grab by the window manager
+/// (Grab/Ungrab modes) also takes keys away from the game, so those count too.
+fn focus_counts(detail: NotifyDetail) -> bool {
+    detail != NotifyDetail::POINTER && detail != NotifyDetail::POINTER_ROOT && detail != NotifyDetail::NONE
 }
 
 fn is_delete(e: &ClientMessageEvent, protocols: u32, delete: u32) -> bool {

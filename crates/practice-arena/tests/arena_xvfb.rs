@@ -11,7 +11,12 @@ use gamepilot_x11::WindowCapturer;
 fn arena_window_state_and_frame_dump() {
     // Issue 2: capture of the practice game window is non-black and matches the game's own frame.
     let mut bed = TestBed::start().expect("test bed (Xvfb + openbox)");
-    let opts = ArenaOptions { seed: 11, width: 960, height: 600, extra_args: Vec::new() };
+    let opts = ArenaOptions {
+        seed: 11,
+        width: 960,
+        height: 600,
+        extra_args: Vec::new(),
+    };
     let arena = Arena::launch(&mut bed, &opts).expect("practice-arena window");
     assert_eq!(arena.window.title, "Practice Arena");
     assert_eq!(arena.window.class, "PracticeArena");
@@ -19,7 +24,12 @@ fn arena_window_state_and_frame_dump() {
     assert_eq!(arena.window.pid, Some(arena.pid));
     assert_eq!((arena.window.geometry.w, arena.window.geometry.h), (960, 600));
 
-    let first = arena.states().expect("state lines").into_iter().next().expect("a first state line");
+    let first = arena
+        .states()
+        .expect("state lines")
+        .into_iter()
+        .next()
+        .expect("a first state line");
     assert_eq!(first["screen"], "menu");
     assert_eq!(first["seed"], 11);
     assert_eq!(first["gold"], 250);
@@ -46,5 +56,8 @@ fn arena_window_state_and_frame_dump() {
     }
     let after = arena.request_dump().expect("second dump");
     assert_eq!(after["frame"], state["frame"], "an idle game must not redraw");
-    assert_eq!(differing, 0, "captured window differs from the game's own frame in {differing} pixels");
+    assert_eq!(
+        differing, 0,
+        "captured window differs from the game's own frame in {differing} pixels"
+    );
 }
