@@ -164,11 +164,17 @@ pub struct StateWriter {
 
 impl StateWriter {
     pub fn new(path: &Path) -> Result<StateWriter, crate::ArenaError> {
-        // Start a fresh file for this run.
-        std::fs::write(path, b"").map_err(|e| crate::ArenaError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
+        // Start fresh for this run; the file appears with the first line (so "exists" means "has a line").
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(crate::ArenaError::Io {
+                    path: path.display().to_string(),
+                    source: e,
+                })
+            }
+        }
         Ok(StateWriter {
             path: path.to_path_buf(),
             last: None,
@@ -248,7 +254,9 @@ mod tests {
     fn writer_throttles_and_skips_unchanged() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "stale\n").expect("stale file");
         let mut w = StateWriter::new(&path).expect("writer");
+        assert!(!path.exists(), "no file before the first line");
         let mut g = Game::new(5, 1280, 720, Screen::Play);
         assert!(w.offer(StateLine::of(&g, 0, 1), true).expect("w"));
         assert!(
