@@ -1,0 +1,296 @@
+//! The OpenAI-compatible wire format: a [`Prompt`] becomes a chat-completions request body; a reply
+//! body becomes a [`ChatReply`] with its timings and cached-prefix figures (llama.cpp's `timings`
+//! object, else the OpenAI `usage.prompt_tokens_details.cached_tokens`).
+
+use crate::ModelError;
+use gamepilot_context::{Part, Prompt, Role};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// A chat-completions request: the prompt plus sampling settings and an optional schema.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub model: String,
+    /// `(role, content)` messages in wire form.
+    pub messages: Vec<Value>,
+    pub max_tokens: u32,
+    pub temperature: f32,
+    /// JSON Schema sent as `response_format: {type: json_schema}` (FR-MODEL-003).
+    pub schema: Option<Value>,
+    /// Pixel area of the attached image (the visual budget actually spent), for the recording.
+    pub image_pixels: Option<u64>,
+}
+
+impl ChatRequest {
+    /// Converts an assembled prompt. Text-only messages become one string (blocks joined by blank
+    /// lines); a message with an image becomes content parts, text blocks first and the image last.
+    pub fn from_prompt(model: &str, prompt: &Prompt, max_tokens: u32) -> Self {
+        let mut image_pixels = None;
+        let messages = prompt
+            .messages
+            .iter()
+            .map(|m| {
+                let role = match m.role {
+                    Role::System => "system",
+                    Role::User => "user",
+                };
+                match m.image() {
+                    None => json!({"role": role, "content": m.joined_text()}),
+                    Some(img) => {
+                        image_pixels = Some(img.width as u64 * img.height as u64);
+                        let parts: Vec<Value> = m
+                            .parts
+                            .iter()
+                            .map(|p| match p {
+                                Part::Text { text, .. } => json!({"type": "text", "text": text}),
+                                Part::Image { image } => {
+                                    json!({"type": "image_url", "image_url": {"url": image.data_url()}})
+                                }
+                            })
+                            .collect();
+                        json!({"role": role, "content": parts})
+                    }
+                }
+            })
+            .collect();
+        ChatRequest {
+            model: model.to_string(),
+            messages,
+            max_tokens,
+            temperature: 0.0,
+            schema: None,
+            image_pixels,
+        }
+    }
+
+    pub fn with_schema(mut self, schema: Value) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// Appends the rejected reply and the reason it was rejected (the one retry of a schema break).
+    pub fn with_feedback(&self, bad_reply: &str, violation: &str) -> Self {
+        let mut r = self.clone();
+        r.messages
+            .push(json!({"role": "assistant", "content": bad_reply}));
+        r.messages.push(json!({
+            "role": "user",
+            "content": format!(
+                "Your previous reply was rejected: {violation}. Reply again with exactly one JSON object that matches the schema."
+            )
+        }));
+        r
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> Value {
+        let mut b = json!({
+            "model": self.model,
+            "messages": self.messages,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stream": false,
+        });
+        if let Some(s) = &self.schema {
+            b["response_format"] = json!({
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "strict": true, "schema": s},
+            });
+        }
+        b
+    }
+}
+
+/// Per-call figures, from the reply where the host reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CallTimings {
+    /// Wall time of the HTTP exchange, measured by the client.
+    pub wall_ms: f64,
+    /// Prompt tokens in total (cached + processed), when reported.
+    pub prompt_tokens: Option<u64>,
+    /// Prompt tokens the host reused from its prefix cache.
+    pub cached_tokens: Option<u64>,
+    /// Prompt tokens the host had to evaluate (llama.cpp `timings.prompt_n`).
+    pub prompt_evaluated: Option<u64>,
+    pub prompt_ms: Option<f64>,
+    pub completion_tokens: Option<u64>,
+    pub predicted_ms: Option<f64>,
+}
+
+impl CallTimings {
+    /// Fraction of the prompt served from the host's cache, when reported.
+    pub fn cache_ratio(&self) -> Option<f64> {
+        match (self.cached_tokens, self.prompt_tokens) {
+            (Some(c), Some(p)) if p > 0 => Some(c as f64 / p as f64),
+            _ => None,
+        }
+    }
+}
+
+/// One completion.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatReply {
+    pub content: String,
+    pub finish_reason: Option<String>,
+    pub timings: CallTimings,
+}
+
+impl ChatReply {
+    /// Parses a chat-completions response body.
+    pub fn parse(url: &str, body: &Value, wall_ms: f64) -> Result<ChatReply, ModelError> {
+        let proto = |detail: &str| ModelError::Protocol {
+            url: url.to_string(),
+            detail: detail.to_string(),
+        };
+        let choice = body
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+            .ok_or_else(|| proto("no choices[0]"))?;
+        let content = choice
+            .pointer("/message/content")
+            .and_then(Value::as_str)
+            .ok_or_else(|| proto("choices[0].message.content is not a string"))?
+            .to_string();
+        let finish_reason = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+
+        let u64_at = |p: &str| body.pointer(p).and_then(Value::as_u64);
+        let f64_at = |p: &str| body.pointer(p).and_then(Value::as_f64);
+        let mut t = CallTimings {
+            wall_ms,
+            prompt_tokens: u64_at("/usage/prompt_tokens"),
+            cached_tokens: u64_at("/usage/prompt_tokens_details/cached_tokens"),
+            completion_tokens: u64_at("/usage/completion_tokens"),
+            ..CallTimings::default()
+        };
+        // llama.cpp: timings.cache_n (reused) + timings.prompt_n (evaluated) = the whole prompt.
+        if let Some(cache_n) = u64_at("/timings/cache_n") {
+            t.cached_tokens = Some(cache_n);
+            if let Some(prompt_n) = u64_at("/timings/prompt_n") {
+                t.prompt_evaluated = Some(prompt_n);
+                t.prompt_tokens = Some(cache_n + prompt_n);
+            }
+        }
+        t.prompt_ms = f64_at("/timings/prompt_ms");
+        t.predicted_ms = f64_at("/timings/predicted_ms");
+        if t.completion_tokens.is_none() {
+            t.completion_tokens = u64_at("/timings/predicted_n");
+        }
+        if t.prompt_evaluated.is_none() {
+            if let (Some(p), Some(c)) = (t.prompt_tokens, t.cached_tokens) {
+                t.prompt_evaluated = Some(p.saturating_sub(c));
+            }
+        }
+        Ok(ChatReply {
+            content,
+            finish_reason,
+            timings: t,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::expect;
+    use gamepilot_context::{Block, Cadence, ImagePart, Message};
+
+    fn prompt(image: bool) -> Prompt {
+        let mut user = vec![
+            Part::Text {
+                block: Block::Goal,
+                text: "Goal: win".into(),
+            },
+            Part::Text {
+                block: Block::Observation,
+                text: "marks: [3] door".into(),
+            },
+        ];
+        if image {
+            user.push(Part::Image {
+                image: ImagePart {
+                    mime: "image/png".into(),
+                    width: 4,
+                    height: 2,
+                    data_base64: "AAAA".into(),
+                },
+            });
+        }
+        Prompt {
+            cadence: Cadence::Tactical,
+            messages: vec![
+                Message {
+                    role: Role::System,
+                    parts: vec![Part::Text {
+                        block: Block::System,
+                        text: "sys".into(),
+                    }],
+                },
+                Message {
+                    role: Role::User,
+                    parts: user,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn vision_request_body_snapshot() {
+        // FR-CTX-001 on the wire: text blocks first, image_url last; FR-MODEL-003 response_format
+        let r = ChatRequest::from_prompt("m", &prompt(true), 64).with_schema(json!({"type": "object"}));
+        assert_eq!(r.image_pixels, Some(8));
+        expect![[r#"{"max_tokens":64,"messages":[{"content":"sys","role":"system"},{"content":[{"text":"Goal: win","type":"text"},{"text":"marks: [3] door","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"}],"model":"m","response_format":{"json_schema":{"name":"reply","schema":{"type":"object"},"strict":true},"type":"json_schema"},"stream":false,"temperature":0.0}"#]]
+        .assert_eq(&r.body().to_string());
+    }
+
+    #[test]
+    fn text_only_request_joins_blocks() {
+        let r = ChatRequest::from_prompt("m", &prompt(false), 64);
+        assert_eq!(r.image_pixels, None);
+        assert_eq!(r.body()["messages"][1]["content"], "Goal: win\n\nmarks: [3] door");
+        assert!(r.body().get("response_format").is_none());
+        let f = r.with_feedback("{\"action\":\"x\"}", "bad action");
+        assert_eq!(f.messages.len(), 4);
+        assert_eq!(f.messages[2]["role"], "assistant");
+    }
+
+    #[test]
+    fn llama_cpp_timings_are_read() {
+        let body = json!({
+            "choices": [{"message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 120, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 100}},
+            "timings": {"cache_n": 100, "prompt_n": 20, "prompt_ms": 30.5, "predicted_n": 5, "predicted_ms": 12.0}
+        });
+        let r = ChatReply::parse("u", &body, 50.0).unwrap();
+        assert_eq!(r.timings.cached_tokens, Some(100));
+        assert_eq!(r.timings.prompt_evaluated, Some(20));
+        assert_eq!(r.timings.prompt_tokens, Some(120));
+        assert_eq!(r.timings.cache_ratio(), Some(100.0 / 120.0));
+        assert_eq!(r.timings.prompt_ms, Some(30.5));
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn openai_usage_only_and_malformed_bodies() {
+        let body = json!({
+            "choices": [{"message": {"content": "hi"}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 4}}
+        });
+        let r = ChatReply::parse("u", &body, 1.0).unwrap();
+        assert_eq!(
+            (r.timings.cached_tokens, r.timings.prompt_evaluated),
+            (Some(4), Some(6))
+        );
+        assert!(matches!(
+            ChatReply::parse("u", &json!({"choices": []}), 1.0),
+            Err(ModelError::Protocol { .. })
+        ));
+        assert!(matches!(
+            ChatReply::parse("u", &json!({"choices": [{"message": {"content": null}}]}), 1.0),
+            Err(ModelError::Protocol { .. })
+        ));
+    }
+}
