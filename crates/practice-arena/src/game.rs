@@ -505,8 +505,23 @@ impl Game {
         let prev = self.last_motion;
         self.last_motion = Some((x, y));
         self.set_pointer(x, y, at);
-        let Some((lx, ly)) = prev else { return };
-        let (dx, dy) = (f64::from(x - lx), f64::from(y - ly));
+        if let Some((lx, ly)) = prev {
+            self.turn_camera(f64::from(x - lx), f64::from(y - ly));
+        }
+        let near_edge = x < EDGE_MARGIN
+            || y < EDGE_MARGIN
+            || x >= self.width - EDGE_MARGIN
+            || y >= self.height - EDGE_MARGIN;
+        if near_edge && self.screen == Screen::Play && self.focused {
+            let (cx, cy) = (self.width / 2, self.height / 2);
+            self.expect_warp = Some((cx, cy, at));
+            self.self_warps += 1;
+            out.push(Effect::WarpPointer { x: cx, y: cy });
+        }
+    }
+
+    /// Relative pointer motion turns the camera; a jump is an absolute reposition and is ignored.
+    fn turn_camera(&mut self, dx: f64, dy: f64) {
         if dx == 0.0 && dy == 0.0 {
             return;
         }
@@ -521,16 +536,6 @@ impl Game {
         let sign = if self.toggles.invert_pitch { 1.0 } else { -1.0 };
         self.pitch_deg = (self.pitch_deg + sign * dy * PITCH_PER_PX).clamp(-PITCH_LIMIT, PITCH_LIMIT);
         self.camera_motion_events += 1;
-        let near_edge = x < EDGE_MARGIN
-            || y < EDGE_MARGIN
-            || x >= self.width - EDGE_MARGIN
-            || y >= self.height - EDGE_MARGIN;
-        if near_edge {
-            let (cx, cy) = (self.width / 2, self.height / 2);
-            self.expect_warp = Some((cx, cy, at));
-            self.self_warps += 1;
-            out.push(Effect::WarpPointer { x: cx, y: cy });
-        }
     }
 
     fn key(&mut self, name: String, down: bool) {
@@ -783,6 +788,45 @@ mod tests {
         assert_eq!(a.zone_coins.len(), COINS_PER_ZONE);
     }
 
+    /// A scripted session: the same seed and events give the same game, every counter included.
+    fn scripted(seed: u64) -> Game {
+        let mut g = Game::new(seed, 1280, 720, Screen::Menu);
+        g.handle(Event::Focus(true), 0.0);
+        click(&mut g, ButtonId::Play, 10.0, 100.0, 50.0);
+        g.handle(Event::Enter { x: 640, y: 360 }, 200.0);
+        for i in 0..30 {
+            g.handle(
+                Event::Motion {
+                    x: 640 + 7 * (i % 5),
+                    y: 360 - (i % 3),
+                },
+                210.0 + f64::from(i) * 10.0,
+            );
+        }
+        key(&mut g, "w", true, 600.0);
+        key(&mut g, "d", true, 1400.0);
+        key(&mut g, "w", false, 3000.0);
+        key(&mut g, "d", false, 5000.0);
+        g.advance(6000.0);
+        g
+    }
+
+    #[test]
+    fn same_seed_and_events_give_the_same_game() {
+        let (a, b) = (scripted(9), scripted(9));
+        assert_eq!(a.player, b.player);
+        assert_eq!(
+            (a.coins, a.gold, a.health, a.zone),
+            (b.coins, b.gold, b.health, b.zone)
+        );
+        assert_eq!(
+            (a.yaw_deg, a.pitch_deg, a.camera_motion_events),
+            (b.yaw_deg, b.pitch_deg, b.camera_motion_events)
+        );
+        assert_eq!(a.screen, Screen::Play);
+        assert_ne!(a.player, Game::new(9, 1280, 720, Screen::Menu).player);
+    }
+
     #[test]
     fn held_key_moves_player_and_release_stops_it() {
         // Issue 2 done-when: a key held for 1 s moves the player; it stops when released.
@@ -990,6 +1034,11 @@ mod tests {
         assert_eq!(g.yaw_deg, yaw);
         assert_eq!(g.ignored_jumps, 0);
         g.handle(Event::Motion { x: 650, y: 360 }, 30.0);
+        assert!((g.yaw_deg - (yaw + 2.5)).abs() < 1e-9);
+        // A jump to the edge is not camera motion, but the pointer is still brought back.
+        let fx = g.handle(Event::Motion { x: 1260, y: 360 }, 40.0);
+        assert_eq!(fx, vec![Effect::WarpPointer { x: 640, y: 360 }]);
+        assert_eq!(g.ignored_jumps, 1);
         assert!((g.yaw_deg - (yaw + 2.5)).abs() < 1e-9);
     }
 
