@@ -3,6 +3,9 @@
 //! pixel for pixel, and real XTest input reaches it as the game's rules say. Needs Xvfb and openbox
 //! (scripts/install-deps.sh); build the binary first: `cargo build -p practice-arena`.
 
+// Test helpers outside #[test] functions may panic too.
+#![allow(clippy::expect_used)]
+
 use gamepilot_core::{Keysym, MonoTime};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use gamepilot_x11::input::XTestInput;
