@@ -384,4 +384,95 @@ mod tests {
         assert!(matches!(err, ModelError::Cancelled), "{err}");
         assert!(started.elapsed() < Duration::from_secs(5));
     }
+
+    /// A canned HTTP host (test double): answers each connection with the next body, records requests.
+    fn fake_host(replies: Vec<String>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        std::thread::spawn(move || {
+            for body in replies {
+                let Ok((mut s, _)) = l.accept() else { return };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    r.read_line(&mut line).unwrap();
+                    if line == "\r\n" || line.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap();
+                    }
+                }
+                let mut req = vec![0u8; len];
+                r.read_exact(&mut req).unwrap();
+                seen2
+                    .lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&req).into_owned());
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                    body.len(),
+                    body
+                );
+                s.write_all(resp.as_bytes()).unwrap();
+            }
+        });
+        (url, seen)
+    }
+
+    fn completion(content: &str) -> String {
+        json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
+            .to_string()
+    }
+
+    #[test]
+    fn schema_break_is_retried_once_with_the_violation_fed_back() {
+        // FR-MODEL-003: a reply that breaks the schema is retried once with the error, then reported
+        let schema = json!({"type":"object","properties":{"mark":{"type":"integer","enum":[3,7]}},"required":["mark"],"additionalProperties":false});
+        let req = ChatRequest {
+            model: "m".into(),
+            messages: vec![json!({"role":"user","content":"go"})],
+            max_tokens: 8,
+            temperature: 0.0,
+            schema: None,
+            image_pixels: None,
+        };
+
+        let (url, seen) = fake_host(vec![completion("{\"mark\":5}"), completion("{\"mark\":7}")]);
+        let c = HostClient::new(&url, HostTimeouts::default()).unwrap();
+        let r = c.chat_structured(&req, &schema, &CancelToken::new()).unwrap();
+        assert_eq!((r.attempts, r.value.clone()), (2, json!({"mark":7})));
+        assert_eq!(r.calls.len(), 2);
+        let bodies = seen.lock().unwrap().clone();
+        assert!(bodies[0].contains("\"response_format\""));
+        assert!(bodies[1].contains("5 is not one of [3, 7]"), "{}", bodies[1]);
+        assert!(bodies[1].contains("\"role\":\"assistant\""));
+
+        let (url, _) = fake_host(vec![completion("no json here"), completion("{\"mark\":9}")]);
+        let c = HostClient::new(&url, HostTimeouts::default()).unwrap();
+        let err = c.chat_structured(&req, &schema, &CancelToken::new()).unwrap_err();
+        match err {
+            ModelError::SchemaBroken {
+                attempts,
+                violation,
+                reply,
+            } => {
+                assert_eq!(attempts, 2);
+                assert!(violation.contains("9 is not one of"), "{violation}");
+                assert_eq!(reply, "{\"mark\":9}");
+            }
+            other => panic!("{other}"),
+        }
+
+        let (url, _) = fake_host(vec!["{\"not\":\"a completion\"}".into()]);
+        let c = HostClient::new(&url, HostTimeouts::default()).unwrap();
+        assert!(matches!(
+            c.chat(&req, &CancelToken::new()),
+            Err(ModelError::Protocol { .. })
+        ));
+    }
 }
