@@ -10,6 +10,7 @@ pub mod keys;
 pub mod time;
 pub mod transform;
 
+pub use action::{Action, InputEvent, Intention, MouseButton};
 pub use frame::{Frame, FrameView, PixelFormat};
 pub use geometry::{Point, Rect, Size};
 pub use ids::{ElementId, SubgoalId};
