@@ -39,6 +39,6 @@ pub use research::{
     UnavailableReason,
 };
 pub use runner::{RequestId, ResearchEvent, ResearchRunner};
-pub use synth::{Brief, BriefPoint, ExtractiveSynthesizer, SynthesisInput, Synthesizer};
+pub use synth::{Brief, BriefPoint, ExtractiveSynthesizer, SynthesisInput, Synthesizer, EXTRACTIVE_NAME};
 pub use time::rfc3339_utc;
-pub use untrusted::{escape_untrusted_text, UntrustedExcerpt};
+pub use untrusted::{escape_untrusted_text, UntrustedExcerpt, UNTRUSTED_FRAMING};
