@@ -2,7 +2,9 @@
 //!
 //! `main` is `exit(run(parse()))`; every subcommand returns an exit code or an error printed with `{:#}`.
 
+mod agent;
 mod cmd;
+mod sensor_worker;
 
 use clap::{Parser, Subcommand};
 

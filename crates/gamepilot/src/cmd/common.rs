@@ -35,11 +35,6 @@ impl WindowArgs {
     }
 }
 
-/// The error a not-yet-built subcommand returns: named, with the issue that fills it in.
-pub fn not_yet(name: &str, issue: u32) -> anyhow::Result<i32> {
-    anyhow::bail!("`gamepilot {name}` is not available in this build yet (tracked by issue {issue})")
-}
-
 /// Monotonic microseconds since the first call in this process (the binary's clock; logic takes it as a value).
 pub fn now() -> gamepilot_core::MonoTime {
     use std::sync::OnceLock;

@@ -1,12 +1,104 @@
-//! `gamepilot demo`: The demo (filled in by issue 7).
+//! `gamepilot demo`: the practice game on a private virtual display, played by the agent with the small
+//! local model that gamepilot starts itself; a summary and an HTML report at the end.
+
+use super::act::LimitArgs;
+use super::run::{default_record_dir, print_summary, ModelArgs};
+use crate::agent::{self, AgentConfig};
+use anyhow::Context as _;
+use gamepilot_planner::LoopConfig;
+use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
+use std::path::PathBuf;
+
+const SENSORS: &str = include_str!("../../../../examples/practice-arena.sensors");
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (the surface is defined by issue 7).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// Goal given to the model.
+    #[arg(long, default_value = "Start the game from the menu (click Play), then walk around and collect a coin.")]
+    pub goal: String,
+    /// The goal's postcondition (a sensor expression over examples/practice-arena.sensors).
+    #[arg(long, default_value = "coins >= 1")]
+    pub goal_check: String,
+    /// Session wall-clock budget in seconds.
+    #[arg(long, default_value_t = 120)]
+    pub seconds: u64,
+    /// Session action budget.
+    #[arg(long, default_value_t = 30)]
+    pub max_actions: u64,
+    /// Seed of the practice game.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Recording folder (default: recordings/<unix time>).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Where to write the HTML report (default: <recording>/report.html).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Log intended actions without delivering input.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Print no status line while running.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    super::common::not_yet("demo", 7)
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    println!("demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})", args.seed);
+    let mut bed = TestBed::start().context("starting the virtual display (run scripts/install-deps.sh)")?;
+    let arena = Arena::launch(&mut bed, &ArenaOptions { seed: args.seed, ..ArenaOptions::default() })
+        .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
+    println!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
+    println!("demo: starting the model host");
+    let (client, host) = args.model.connect()?;
+    let caps = client.probe().context("probing the model host")?;
+    let limits = args.limits.clone();
+    let (exec, panic) = limits.config()?;
+    let record_dir = args.record.clone().unwrap_or_else(default_record_dir);
+    let cfg = AgentConfig {
+        display: Some(bed.display.clone()),
+        window: arena.window.clone(),
+        window_label: "Practice Arena".into(),
+        goal: args.goal.clone(),
+        goal_check: Some(args.goal_check.clone()),
+        sensors_src: Some(SENSORS.to_string()),
+        client,
+        model_name: args.model.model_name.clone(),
+        vision: caps.vision == Some(true),
+        exec,
+        panic,
+        stale_ms: limits.stale_ms,
+        hz: limits.hz,
+        dry_run: args.dry_run,
+        record_dir: record_dir.clone(),
+        loop_cfg: LoopConfig {
+            session_max_ms: args.seconds * 1000,
+            session_max_actions: Some(args.max_actions),
+            ..LoopConfig::default()
+        },
+        tactical_interval_ms: 300,
+        tactical_pixels: 512 * 288,
+        unattended: true,
+        quiet: args.quiet,
+    };
+    println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
+    let summary = agent::run_agent(cfg)?;
+    let state = arena.state().ok();
+    drop(host);
+    print_summary(&summary);
+    if let Some(s) = state {
+        println!(
+            "  game's own state: screen {} coins {} gold {} player ({:.0}, {:.0}) held {}",
+            s["screen"], s["coins"], s["gold"], s["player"]["x"].as_f64().unwrap_or(0.0), s["player"]["y"].as_f64().unwrap_or(0.0), s["held_keys"]
+        );
+    }
+    let report = args.report.clone().unwrap_or_else(|| record_dir.join("report.html"));
+    print!("  report: ");
+    if let Err(e) = super::report::run(super::report::Args { dir: record_dir, out: Some(report) }) {
+        println!("not written ({e:#})");
+    }
+    Ok(0)
 }

@@ -1,12 +1,163 @@
-//! `gamepilot run`: Play a window toward a goal (filled in by issue 7).
+//! `gamepilot run`: play a window toward a goal with a local model — the three cadences, the executor
+//! with every interlock, verification of every action, and a recording (issue 7).
+
+use super::act::LimitArgs;
+use super::common::WindowArgs;
+use crate::agent::{self, AgentConfig, Summary};
+use anyhow::Context as _;
+use gamepilot_model::{HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec};
+use gamepilot_planner::LoopConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// An OpenAI-compatible host to use (llama.cpp server, vLLM, SGLang, Ollama, LM Studio).
+    #[arg(long, conflicts_with = "model")]
+    pub model_endpoint: Option<String>,
+    /// A GGUF file for a llama-server that gamepilot starts on loopback (FR-MODEL-001).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// The GGUF's SHA-256; verified before loading (FR-MODEL-005).
+    #[arg(long, requires = "model")]
+    pub model_sha256: Option<String>,
+    /// The llama-server binary (default: the one scripts/setup-llama.sh built).
+    #[arg(long)]
+    pub llama_server: Option<PathBuf>,
+    /// Model name sent in requests.
+    #[arg(long, default_value = "local")]
+    pub model_name: String,
+    /// Whole-call timeout of one model call, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub call_timeout_s: u64,
+}
+
+impl ModelArgs {
+    /// Connect to the configured host, or start one. The returned host (if any) stops when dropped.
+    pub fn connect(&self) -> anyhow::Result<(HostClient, Option<LocalHost>)> {
+        let timeouts = HostTimeouts { connect: Duration::from_secs(2), call: Duration::from_secs(self.call_timeout_s) };
+        if let Some(url) = &self.model_endpoint {
+            let client = HostClient::new(url, timeouts)?;
+            client.health().with_context(|| format!("model host {url} is not healthy"))?;
+            return Ok((client, None));
+        }
+        let spec = match (&self.model, &self.model_sha256) {
+            (Some(path), Some(sha)) => WeightsSpec::new(path, sha),
+            (Some(path), None) => {
+                anyhow::bail!("--model {} needs --model-sha256 HEX so the weights can be verified before loading (FR-MODEL-005)", path.display())
+            }
+            (None, _) => gamepilot_model::cache::smollm2(),
+        };
+        let bin = self.llama_server.clone().unwrap_or_else(gamepilot_model::cache::server_bin);
+        anyhow::ensure!(bin.is_file(), "llama-server not found at {}; run scripts/setup-llama.sh or pass --model-endpoint", bin.display());
+        let host = LocalHost::start(LaunchSpec::new(bin, spec)).context("starting the model host")?;
+        let client = host.client(timeouts)?;
+        Ok((client, Some(host)))
+    }
+}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (the surface is defined by issue 7).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    #[command(flatten)]
+    pub target: WindowArgs,
+    /// What to achieve, in words (block 2 of the prompt).
+    #[arg(long)]
+    pub goal: String,
+    /// The goal's postcondition as a sensor expression; the run stops when it is true (FR-LOOP-008).
+    #[arg(long)]
+    pub goal_check: Option<String>,
+    /// A sensor file (see docs/sensors.md); boolean sensors become candidate subgoal postconditions.
+    #[arg(long)]
+    pub sensors: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Log intended actions without delivering input (FR-SAFE-006).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Recording folder (default: recordings/<unix time>).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Session action budget.
+    #[arg(long)]
+    pub max_actions: Option<u64>,
+    /// Minimum time between tactical ticks, in ms.
+    #[arg(long, default_value_t = 500)]
+    pub tactical_interval_ms: u64,
+    /// Send the marked image to the model (needs a vision host); default: when the host says it can.
+    #[arg(long)]
+    pub image: Option<bool>,
+    /// Nobody is at the terminal: destructive actions are rejected instead of asked about.
+    #[arg(long)]
+    pub unattended: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    super::common::not_yet("run", 7)
+pub fn default_record_dir() -> PathBuf {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    PathBuf::from("recordings").join(format!("session-{secs}"))
+}
+
+pub fn print_summary(s: &Summary) {
+    println!("session stopped: {}", s.stop_reason);
+    println!("  {:.1} s, {} actions executed ({:.2} actions/s), {} rejected", s.seconds, s.actions_executed, s.actions_per_s, s.rejected);
+    println!("  verdicts: {} confirmed, {} refuted, {} inconclusive", s.confirmed, s.refuted, s.inconclusive);
+    println!("  failure attribution: {}", if s.failures.is_empty() { "none".to_string() } else {
+        s.failures.iter().map(|(c, n)| format!("{c}={n}")).collect::<Vec<_>>().join(" ")
+    });
+    println!(
+        "  tactical: {} calls, latency p50 {:.0} ms p95 {:.0} ms, prompt tokens {} of which cached {}",
+        s.tactical_calls, s.tactical_latency_ms_p50, s.tactical_latency_ms_p95, s.prompt_tokens, s.cached_prompt_tokens
+    );
+    println!("  deliberative passes: {}", s.deliberative_passes);
+    println!(
+        "  reflex: {} ticks, lateness p50 {} us p99 {} us, {} input events",
+        s.reflex_ticks, s.reflex_lateness_us_p50, s.reflex_lateness_us_p99, s.input_events
+    );
+    println!("  goal postcondition: {}", match s.goal_met { Some(true) => "met", Some(false) => "not met", None => "undefined" });
+    println!("  recording: {}", s.recording);
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let (exec, panic) = args.limits.config()?;
+    let (x, win) = args.target.resolve()?;
+    drop(x);
+    let sensors_src = match &args.sensors {
+        Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
+        None => None,
+    };
+    let (client, host) = args.model.connect()?;
+    let caps = client.probe().context("probing the model host")?;
+    let vision = args.image.unwrap_or(caps.vision == Some(true));
+    let loop_cfg = LoopConfig {
+        session_max_ms: args.limits.session_budget_s * 1000,
+        session_max_actions: args.max_actions,
+        ..LoopConfig::default()
+    };
+    let cfg = AgentConfig {
+        display: args.target.display.clone(),
+        window_label: args.target.window.clone().unwrap_or_else(|| format!("pid {:?}", args.target.pid)),
+        window: win,
+        goal: args.goal.clone(),
+        goal_check: args.goal_check.clone(),
+        sensors_src,
+        client,
+        model_name: args.model.model_name.clone(),
+        vision,
+        exec,
+        panic,
+        stale_ms: args.limits.stale_ms,
+        hz: args.limits.hz,
+        dry_run: args.dry_run,
+        record_dir: args.record.clone().unwrap_or_else(default_record_dir),
+        loop_cfg,
+        tactical_interval_ms: args.tactical_interval_ms,
+        tactical_pixels: 512 * 288,
+        unattended: args.unattended,
+        quiet: false,
+    };
+    let summary = agent::run_agent(cfg)?;
+    drop(host);
+    print_summary(&summary);
+    Ok(if summary.stop_reason == "GoalMet" { 0 } else { 4 })
 }

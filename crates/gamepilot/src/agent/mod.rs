@@ -1,0 +1,712 @@
+//! `gamepilot run` wiring: the three cadences on their own threads (FR-LOOP-001) around the loop logic
+//! (`gamepilot_planner::step`), with the recording written as it goes (INV-CTX-002, output only).
+//!
+//! reflex thread ── ticks, evidence, interlocks ──▶ loop thread (this module) ◀── tactical results
+//!       ▲                                               │   ▲
+//!       └──── submit / watch / cancel / subgoal ────────┘   └── deliberation results (own threads)
+
+pub mod deliberative;
+pub mod destructive;
+pub mod reflex;
+pub mod tactical;
+
+use crate::cmd::act::GuardianHandle;
+use crate::cmd::common::now;
+use anyhow::Context as _;
+use deliberative::{DeliberationRequest, DeliberationResult, Postconditions};
+use gamepilot_context::{Context, ContextConfig, HistoryEntry, Plan as CtxPlan, PlanStep, SchemaLimits, StepStatus, TacticalReply, Tool, ToolSet};
+use gamepilot_core::action::{Action, Intention};
+use gamepilot_core::{Chord, ElementId, MonoTime, Point, Rect, SubgoalId};
+use gamepilot_executor::ExecutorConfig;
+use gamepilot_grounding::{ActionId, ChangeDirection, Evidence, ExpectedChange, FailureFacts, GroundingPath, Target, Verdict};
+use gamepilot_model::{CancelToken, HostClient};
+use gamepilot_planner::{Command, Event, FrameChange, LoopConfig, LoopState, Rung, StopReason, SubgoalCheck};
+use gamepilot_recording::{Record, Recorder, SessionStart};
+use gamepilot_sensor::{Expression, Program};
+use reflex::{FromReflex, ReflexSetup, ToReflex};
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tactical::{TacticalRequest, TacticalResult, TacticalSetup};
+
+/// Everything a session needs; every limit comes from the user (INV-SAFE-001).
+pub struct AgentConfig {
+    pub display: Option<String>,
+    pub window: gamepilot_x11::WindowInfo,
+    pub window_label: String,
+    pub goal: String,
+    pub goal_check: Option<String>,
+    pub sensors_src: Option<String>,
+    pub client: HostClient,
+    pub model_name: String,
+    pub vision: bool,
+    pub exec: ExecutorConfig,
+    pub panic: Chord,
+    pub stale_ms: u64,
+    pub hz: u32,
+    pub dry_run: bool,
+    pub record_dir: PathBuf,
+    pub loop_cfg: LoopConfig,
+    pub tactical_interval_ms: u64,
+    pub tactical_pixels: u64,
+    /// No one is at the terminal: destructive actions are rejected instead of asked about (FR-SAFE-005).
+    pub unattended: bool,
+    pub quiet: bool,
+}
+
+/// What a session did, for the summary and the report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    pub stop_reason: String,
+    pub seconds: f64,
+    pub actions_executed: u64,
+    pub actions_per_s: f64,
+    pub confirmed: u64,
+    pub refuted: u64,
+    pub inconclusive: u64,
+    pub rejected: u64,
+    pub failures: Vec<(String, u64)>,
+    pub tactical_calls: u64,
+    pub tactical_latency_ms_p50: f64,
+    pub tactical_latency_ms_p95: f64,
+    pub cached_prompt_tokens: u64,
+    pub prompt_tokens: u64,
+    pub deliberative_passes: u64,
+    pub reflex_ticks: u64,
+    pub reflex_lateness_us_p50: u64,
+    pub reflex_lateness_us_p99: u64,
+    pub input_events: u64,
+    pub goal_met: Option<bool>,
+    pub recording: String,
+}
+
+/// An action the loop has proposed, by loop action id.
+struct Pending {
+    intention: Intention,
+    expected: ExpectedChange,
+    region: Option<Rect>,
+    label: String,
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn change_of(c: gamepilot_vision::FrameClass) -> FrameChange {
+    match c {
+        gamepilot_vision::FrameClass::Unchanged => FrameChange::Unchanged,
+        gamepilot_vision::FrameClass::Local => FrameChange::Local,
+        gamepilot_vision::FrameClass::Motion => FrameChange::Motion,
+        gamepilot_vision::FrameClass::Scene => FrameChange::Scene,
+    }
+}
+
+/// The expected change of an action and the pixels to watch for it (FR-GND-006).
+fn expectation(action: &Action, mark: Option<(ElementId, Rect)>) -> (ExpectedChange, Option<Rect>) {
+    match (mark, action) {
+        (Some((id, bbox)), _) => (ExpectedChange::ElementChanged { element: id }, Some(bbox)),
+        (None, Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. }) => (
+            ExpectedChange::SensorDelta { sensor: "view_change".into(), direction: ChangeDirection::Increase, min_delta: 0.5 },
+            Some(Rect::new(x - 40, y - 40, 80, 80)),
+        ),
+        _ => (
+            ExpectedChange::SensorDelta { sensor: "view_change".into(), direction: ChangeDirection::Increase, min_delta: 0.5 },
+            None,
+        ),
+    }
+}
+
+fn evidence_for(expected: &ExpectedChange, changed: Option<bool>) -> Evidence {
+    match expected {
+        ExpectedChange::ElementChanged { .. } => Evidence::ElementChanged { changed },
+        ExpectedChange::SensorDelta { .. } => {
+            Evidence::SensorDelta { before: Some(0.0), after: changed.map(|c| if c { 1.0 } else { 0.0 }) }
+        }
+        ExpectedChange::Postcondition { .. } => Evidence::Postcondition { value: changed },
+    }
+}
+
+/// The session's sensors: the user's file plus the goal check; the postconditions a plan may use.
+fn compile_sensors(cfg: &AgentConfig) -> anyhow::Result<(Program, Option<Expression>, Postconditions, Vec<Expression>)> {
+    let src = cfg.sensors_src.clone().unwrap_or_default();
+    let program = gamepilot_sensor::compile(&src).map_err(|e| {
+        anyhow::anyhow!("sensor file has errors:\n{}", gamepilot_sensor::render_all(e.diagnostics(), "sensors", &src))
+    })?;
+    let goal = match cfg.goal_check.as_deref() {
+        Some(g) => Some(program.compile_expression(g).map_err(|e| {
+            anyhow::anyhow!("--goal-check is not a valid sensor expression:\n{}", gamepilot_sensor::render_all(e.diagnostics(), "--goal-check", g))
+        })?),
+        None => None,
+    };
+    let mut sources: Vec<String> = cfg.goal_check.iter().cloned().collect();
+    for def in program.sensors() {
+        if def.ty == gamepilot_sensor::Type::Bool && !sources.contains(&def.name) {
+            sources.push(def.name.clone());
+        }
+    }
+    anyhow::ensure!(
+        !sources.is_empty(),
+        "no machine-checkable postcondition: pass --goal-check EXPR or a --sensors file with a boolean sensor (FR-LOOP-004)"
+    );
+    let compiled = sources
+        .iter()
+        .map(|s| program.compile_expression(s).map_err(|e| anyhow::anyhow!("postcondition {s:?}: {e}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((program, goal, Postconditions { sources }, compiled))
+}
+
+fn tools() -> anyhow::Result<ToolSet> {
+    Ok(ToolSet::new(&[
+        Tool::ClickMark,
+        Tool::Click,
+        Tool::Key,
+        Tool::HoldKey,
+        Tool::Camera,
+        Tool::Wait,
+        Tool::Note,
+    ])?)
+}
+
+/// Run one session to a stop condition (FR-LOOP-008).
+pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
+    let t0 = Instant::now();
+    let (program, goal_expr, post, post_exprs) = compile_sensors(&cfg)?;
+    let tools = tools()?;
+    let mut context = Context::new(ContextConfig::default(), &tools, &cfg.goal, now())?;
+    let mut rec = Recorder::create(
+        &cfg.record_dir,
+        SessionStart {
+            schema_version: gamepilot_recording::format::SCHEMA_VERSION,
+            tool: format!("gamepilot {}", env!("CARGO_PKG_VERSION")),
+            goal: cfg.goal.clone(),
+            window: cfg.window_label.clone(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            config: serde_json::to_value(cfg.loop_cfg)?,
+        },
+    )
+    .with_context(|| format!("creating the recording in {}", cfg.record_dir.display()))?;
+
+    // The guardian first: nothing is armed without it (FR-SAFE-003).
+    let guardian = GuardianHandle::spawn(cfg.display.as_deref(), &cfg.panic, cfg.stale_ms)?;
+    let (to_reflex, reflex_rx) = mpsc::channel();
+    let (reflex_tx, from_reflex) = mpsc::channel();
+    let setup = ReflexSetup {
+        display: cfg.display.clone(),
+        window: cfg.window.id,
+        exec: cfg.exec.clone(),
+        dry_run: cfg.dry_run,
+        hz: cfg.hz,
+        program: Some(program.clone()),
+        declared: gamepilot_core::Size::new(cfg.window.geometry.w, cfg.window.geometry.h),
+        goal: goal_expr,
+    };
+    let reflex_thread = std::thread::Builder::new()
+        .name("reflex".into())
+        .spawn(move || reflex::run(setup, guardian, reflex_rx, reflex_tx))?;
+
+    let cancel = CancelToken::new();
+    let (to_tactical, tactical_rx) = mpsc::channel::<TacticalRequest>();
+    let (tactical_tx, from_tactical) = mpsc::channel::<TacticalResult>();
+    let tsetup = TacticalSetup {
+        display: cfg.display.clone(),
+        window: cfg.window.id,
+        client: cfg.client.clone(),
+        model_name: cfg.model_name.clone(),
+        tools: tools.clone(),
+        limits: SchemaLimits::default(),
+        max_tokens: 96,
+    };
+    let tcancel = cancel.clone();
+    let tactical_thread = std::thread::Builder::new()
+        .name("tactical".into())
+        .spawn(move || tactical::run(tsetup, tactical_rx, tactical_tx, tcancel))?;
+    let (delib_tx, from_delib) = mpsc::channel::<DeliberationResult>();
+
+    let mut state = LoopState::new(cfg.loop_cfg);
+    let mut pending: HashMap<u64, Pending> = HashMap::new();
+    let mut next_action: u64 = 1;
+    let mut next_subgoal: u32 = 1;
+    let mut tactical_in_flight = false;
+    let mut last_tactical = Instant::now() - Duration::from_secs(3600);
+    let mut tactical_tick: u64 = 0;
+    let mut latencies: Vec<f64> = Vec::new();
+    let (mut cached_tokens, mut prompt_tokens, mut passes) = (0u64, 0u64, 0u64);
+    let mut rejected: u64 = 0;
+    let mut last_observation = String::from("(nothing observed yet)");
+    let mut excluded: Vec<ElementId> = Vec::new();
+    let mut subgoal_descriptions: HashMap<SubgoalId, String> = HashMap::new();
+    let mut last_goal_met: Option<bool> = None;
+    let mut stop: Option<String> = None;
+    let mut reflex_stats = (0u64, 0u64, 0u64, 0u64);
+    let mut sensor_line = String::new();
+    let mut held_now = 0u32;
+    let mut last_status = Instant::now();
+    let tty = std::io::stderr().is_terminal();
+
+    // Feed one event to the loop logic, record it and its decisions, and carry the decisions out.
+    macro_rules! feed {
+        ($event:expr) => {{
+            let ev: Event = $event;
+            let t = now();
+            let seq = rec.loop_event(t, &ev)?;
+            let cmds = state.step(ev, t);
+            rec.decisions(t, seq, &cmds)?;
+            cmds
+        }};
+    }
+
+    let mut queue: Vec<Command> = feed!(Event::Start { goal: cfg.goal.clone() });
+    loop {
+        // Carry out decisions.
+        while !queue.is_empty() {
+            let cmds: Vec<Command> = std::mem::take(&mut queue);
+            for c in cmds {
+                match c {
+                    Command::StartDeliberation { pass, trigger } => {
+                        passes += 1;
+                        let req = DeliberationRequest {
+                            pass,
+                            trigger: format!("{trigger:?}"),
+                            context: context.clone(),
+                            observation: last_observation.clone(),
+                            now: now(),
+                            first_id: next_subgoal,
+                        };
+                        next_subgoal += 3;
+                        let (client, model, post, tx, cancel) =
+                            (cfg.client.clone(), cfg.model_name.clone(), post.clone(), delib_tx.clone(), cancel.clone());
+                        std::thread::Builder::new().name("deliberative".into()).spawn(move || {
+                            let _ = tx.send(deliberative::deliberate(&client, &model, &post, &req, &cancel));
+                        })?;
+                    }
+                    Command::PlanAdopted { .. } => {
+                        if let Some(plan) = state.plan() {
+                            let active = state.active_subgoal();
+                            let steps = plan
+                                .subgoals
+                                .iter()
+                                .map(|s| {
+                                    let d = subgoal_descriptions.get(&s.spec.id).cloned().unwrap_or_default();
+                                    let status = if Some(s.spec.id) == active { StepStatus::Active } else { StepStatus::Pending };
+                                    PlanStep::new(format!("{d} (done when: {})", s.spec.postcondition.source), status)
+                                })
+                                .collect();
+                            context.set_plan(CtxPlan { steps, subgoal: active.map(|a| a.to_string()) });
+                        }
+                    }
+                    Command::SubgoalStarted { subgoal } => {
+                        let expr = state
+                            .plan()
+                            .and_then(|p| p.subgoals.iter().find(|s| s.spec.id == subgoal))
+                            .and_then(|s| post_exprs.get(s.spec.postcondition.handle as usize).cloned());
+                        let _ = to_reflex.send(ToReflex::Subgoal(expr.map(|e| (subgoal, e))));
+                        rec.record(now(), Record::Note { text: format!("subgoal {subgoal} started") })?;
+                    }
+                    Command::CancelSubgoal { subgoal } => {
+                        let _ = to_reflex.send(ToReflex::CancelOwner(subgoal));
+                    }
+                    Command::Execute { action, subgoal } => {
+                        if let Some(p) = pending.get_mut(&action.0) {
+                            p.intention.subgoal = subgoal;
+                            rec.record(
+                                now(),
+                                Record::Action {
+                                    action,
+                                    subgoal: subgoal.0,
+                                    payload: serde_json::to_value(&p.intention.action)?,
+                                    target: None,
+                                    path: None,
+                                },
+                            )?;
+                            let _ = to_reflex.send(ToReflex::Submit { tag: action.0, intention: p.intention.clone() });
+                            let _ = to_reflex.send(ToReflex::Watch {
+                                tag: action.0,
+                                region: p.region,
+                                settle: Duration::from_millis(cfg.loop_cfg.settle_ms),
+                            });
+                        }
+                    }
+                    Command::Reject { action, reason } => {
+                        rejected += 1;
+                        if let Some(p) = pending.remove(&action.0) {
+                            context.record(HistoryEntry::new(now(), p.label, format!("not executed: {reason:?}")));
+                        }
+                    }
+                    Command::Verdict { action, verdict } => {
+                        let cause = None;
+                        rec.record(now(), Record::Verdict { action, verdict, cause })?;
+                        if let Some(p) = pending.remove(&action.0) {
+                            context.record(HistoryEntry::new(now(), p.label, verdict.as_str()));
+                        }
+                    }
+                    Command::Failure { action, cause } => {
+                        rec.record(now(), Record::Note { text: format!("failure of {action:?} attributed to {cause:?}") })?;
+                    }
+                    Command::Exclude { targets } => {
+                        excluded = targets
+                            .iter()
+                            .filter_map(|t| match t {
+                                Target::Mark { element } => Some(*element),
+                                Target::Point { .. } => None,
+                            })
+                            .collect();
+                    }
+                    Command::Escalate { rung } => {
+                        rec.record(now(), Record::Interlock { interlock: "escalate".into(), detail: format!("{rung:?}") })?;
+                        match rung {
+                            Rung::Research => {
+                                // No research backend is configured for `run`: the rung reports that and the
+                                // ladder moves on (it never fakes an answer).
+                                let more = feed!(Event::RungFailed { rung, reason: "research unavailable: no backend configured".into() });
+                                queue.extend(more);
+                            }
+                            Rung::SafeState => {
+                                // Return to a safe state: release everything the plan holds.
+                                if let Some(s) = state.active_subgoal() {
+                                    let _ = to_reflex.send(ToReflex::CancelOwner(s));
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    Command::Stop { reason } => {
+                        stop = Some(format!("{reason:?}"));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if stop.is_some() {
+            break;
+        }
+        // Reflex reports.
+        let mut fed_tick = false;
+        while let Ok(m) = from_reflex.try_recv() {
+            match m {
+                FromReflex::Tick { tick, change, signature, held, goal_met, subgoal, sensors, late_us } => {
+                    held_now = held;
+                    if !sensors.is_empty() {
+                        sensor_line = sensors
+                            .iter()
+                            .map(|(n, v)| format!("{n}={}", v.map(|v| format!("{v}")).unwrap_or_else(|| "undef".into())))
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                    }
+                    let _ = late_us;
+                    // Feed the loop logic at ~10 Hz, and at once on a scene change or a goal change.
+                    if tick % 6 == 0 || change == gamepilot_vision::FrameClass::Scene || goal_met != last_goal_met {
+                        last_goal_met = goal_met;
+                        fed_tick = true;
+                        let ev = Event::ReflexTick {
+                            tick,
+                            change: change_of(change),
+                            signature,
+                            held,
+                            progress: None,
+                            goal_met,
+                            subgoal: subgoal.map(|(s, met)| SubgoalCheck { subgoal: s, met }),
+                        };
+                        queue.extend(feed!(ev));
+                    }
+                }
+                FromReflex::Submitted { tag, result: Err(reason) } => {
+                    queue.extend(feed!(Event::ActionFailed { action: ActionId(tag), reason }));
+                }
+                FromReflex::Finished { tag, report } => {
+                    // An accepted action that the executor stopped (blocked at execution time, cancelled by
+                    // an interlock) failed in execution (FR-GND-008); a finished one awaits its evidence.
+                    if pending.contains_key(&tag) && !report.contains("finished") {
+                        queue.extend(feed!(Event::ActionFailed { action: ActionId(tag), reason: report }));
+                    }
+                }
+                FromReflex::Submitted { .. } => {}
+                FromReflex::Evidence { tag, changed } => {
+                    if let Some(p) = pending.get(&tag) {
+                        let evidence = evidence_for(&p.expected, changed);
+                        let facts = FailureFacts {
+                            target_region_changed: changed,
+                            evidence_undefined: changed.is_none(),
+                            ..FailureFacts::default()
+                        };
+                        queue.extend(feed!(Event::Evidence { action: ActionId(tag), evidence, facts }));
+                    }
+                }
+                FromReflex::Interlock { interlock, detail } => {
+                    rec.record(now(), Record::Interlock { interlock: interlock.clone(), detail: detail.clone() })?;
+                    if interlock == "user_input" || interlock == "halt" {
+                        queue.extend(feed!(Event::UserStop));
+                    }
+                }
+                FromReflex::WindowGone => queue.extend(feed!(Event::WindowClosed)),
+                FromReflex::Stopped { lateness_p50_us, lateness_p99_us, ticks, events } => {
+                    reflex_stats = (lateness_p50_us, lateness_p99_us, ticks, events);
+                    if stop.is_none() {
+                        queue.extend(feed!(Event::UserStop));
+                    }
+                }
+            }
+        }
+        let _ = fed_tick;
+        // Deliberation results (their threads never block this loop, NFR-LOOP-001).
+        while let Ok(d) = from_delib.try_recv() {
+            rec.record(now(), Record::Prompt { cadence: "deliberative".into(), call: d.pass, prefix_bytes: 0, messages: d.prompt_json.clone() })?;
+            rec.record(now(), Record::Reply { cadence: "deliberative".into(), call: d.pass, latency_ms: d.latency_ms, tokens_in: 0, tokens_out: 0, text: d.reply_text.clone() })?;
+            match d.plan {
+                Ok(plan) => {
+                    for s in &plan.subgoals {
+                        subgoal_descriptions.insert(s.id, s.description.clone());
+                    }
+                    queue.extend(feed!(Event::DeliberationDone { pass: d.pass, plan: Some(plan) }));
+                }
+                Err(reason) => queue.extend(feed!(Event::DeliberationFailed { pass: d.pass, reason })),
+            }
+        }
+        // Tactical results.
+        while let Ok(r) = from_tactical.try_recv() {
+            tactical_in_flight = false;
+            handle_tactical(&cfg, r, &mut rec, &mut context, &mut state, &mut pending, &mut next_action, &mut queue, &mut latencies, &mut cached_tokens, &mut prompt_tokens, &mut last_observation, &mut rejected)?;
+        }
+        // Start a tactical tick when the previous one is done and verified and a subgoal is active.
+        if !tactical_in_flight
+            && pending.is_empty()
+            && state.active_subgoal().is_some()
+            && last_tactical.elapsed() >= Duration::from_millis(cfg.tactical_interval_ms)
+        {
+            tactical_tick += 1;
+            tactical_in_flight = true;
+            last_tactical = Instant::now();
+            let _ = to_tactical.send(TacticalRequest {
+                tick: tactical_tick,
+                context: context.clone(),
+                excluded_marks: excluded.clone(),
+                with_image: cfg.vision,
+                visual_pixels: cfg.tactical_pixels,
+            });
+        }
+        if !cfg.quiet && last_status.elapsed() >= Duration::from_millis(500) {
+            let v = state.verdict_counts();
+            let line = format!(
+                "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | verdicts {}/{}/{} | rung {:?} | {}",
+                if cfg.dry_run { "DRY RUN" } else { "ARMED" },
+                t0.elapsed().as_secs_f64(),
+                state.active_subgoal().map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+                state.deliberating().is_some(),
+                held_now,
+                if sensor_line.is_empty() { "no sensors".to_string() } else { sensor_line.clone() },
+                v.confirmed,
+                v.refuted,
+                v.inconclusive,
+                state.rung(),
+                format!("tactical {} calls", latencies.len()),
+            );
+            if tty {
+                eprint!("\r\x1b[2K{line}");
+            } else {
+                eprintln!("{line}");
+            }
+            last_status = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Stop: release everything, end the cadences, write the summary.
+    cancel.cancel();
+    let _ = to_reflex.send(ToReflex::Stop);
+    drop(to_tactical);
+    match reflex_thread.join() {
+        Ok(r) => r?,
+        Err(_) => anyhow::bail!("the reflex thread panicked"),
+    }
+    while let Ok(m) = from_reflex.try_recv() {
+        if let FromReflex::Stopped { lateness_p50_us, lateness_p99_us, ticks, events } = m {
+            reflex_stats = (lateness_p50_us, lateness_p99_us, ticks, events);
+        }
+    }
+    let _ = tactical_thread.join();
+    if tty && !cfg.quiet {
+        eprintln!();
+    }
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let v = state.verdict_counts();
+    let secs = t0.elapsed().as_secs_f64();
+    let summary = Summary {
+        stop_reason: stop.unwrap_or_else(|| format!("{:?}", StopReason::UserStop)),
+        seconds: secs,
+        actions_executed: state.actions_executed(),
+        actions_per_s: state.actions_executed() as f64 / secs.max(0.001),
+        confirmed: v.confirmed,
+        refuted: v.refuted,
+        inconclusive: v.inconclusive,
+        rejected,
+        failures: state.histogram().entries().into_iter().map(|(c, n)| (format!("{c:?}"), n)).collect(),
+        tactical_calls: latencies.len() as u64,
+        tactical_latency_ms_p50: pct(&latencies, 0.5),
+        tactical_latency_ms_p95: pct(&latencies, 0.95),
+        cached_prompt_tokens: cached_tokens,
+        prompt_tokens,
+        deliberative_passes: passes,
+        reflex_ticks: reflex_stats.2,
+        reflex_lateness_us_p50: reflex_stats.0,
+        reflex_lateness_us_p99: reflex_stats.1,
+        input_events: reflex_stats.3,
+        goal_met: last_goal_met,
+        recording: cfg.record_dir.display().to_string(),
+    };
+    rec.finish(now(), &summary.stop_reason, serde_json::to_value(&summary)?)?;
+    Ok(summary)
+}
+
+/// One tactical result: record it, ground the reply, check it for destructive patterns, propose it.
+#[allow(clippy::too_many_arguments)]
+fn handle_tactical(
+    cfg: &AgentConfig,
+    r: TacticalResult,
+    rec: &mut Recorder,
+    context: &mut Context,
+    state: &mut LoopState,
+    pending: &mut HashMap<u64, Pending>,
+    next_action: &mut u64,
+    queue: &mut Vec<Command>,
+    latencies: &mut Vec<f64>,
+    cached: &mut u64,
+    prompt_tokens: &mut u64,
+    last_observation: &mut String,
+    rejected: &mut u64,
+) -> anyhow::Result<()> {
+    let t = now();
+    let view = r.frame.view();
+    let frame_no = rec.frame(t, &view, false, r.observation.class.as_str())?;
+    if let Some(m) = r.marked.as_ref() {
+        if let Some(mf) = gamepilot_core::Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), t) {
+            rec.frame(t, &mf.view(), true, r.observation.class.as_str())?;
+        }
+    }
+    let signature = r.observation.elements.iter().fold(r.observation.elements.len() as u64, |h, e| {
+        h.wrapping_mul(31).wrapping_add(((e.bbox.x as u64) << 16) ^ e.bbox.y as u64)
+    });
+    rec.record(
+        t,
+        Record::Observation {
+            frame: frame_no,
+            scene: r.observation.class.as_str().into(),
+            signature,
+            marks: serde_json::to_value(&r.observation.elements)?,
+            text: serde_json::to_value(&r.observation.texts)?,
+            sensors: serde_json::Value::Null,
+        },
+    )?;
+    rec.record(
+        t,
+        Record::Prompt {
+            cadence: "tactical".into(),
+            call: r.tick,
+            prefix_bytes: r.prefix_bytes,
+            messages: serde_json::json!({"request": r.prompt_json, "schema": r.schema}),
+        },
+    )?;
+    *last_observation = r.observation_text.clone();
+    context.end_tick(gamepilot_context::ObservationText::new(r.started, r.observation_text.clone()));
+    let scene = r.observation.class.as_str().to_string();
+    let ev = Event::Observation { scene: scene.clone(), signature };
+    let seq = rec.loop_event(t, &ev)?;
+    let cmds = state.step(ev, t);
+    rec.decisions(t, seq, &cmds)?;
+    queue.extend(cmds);
+    let (reply, text) = match r.reply {
+        Ok(x) => x,
+        Err(e) => {
+            rec.record(t, Record::Reply { cadence: "tactical".into(), call: r.tick, latency_ms: r.latency_ms, tokens_in: 0, tokens_out: 0, text: format!("error: {e}") })?;
+            context.record(HistoryEntry::new(t, "(model call)", format!("failed: {e}")));
+            return Ok(());
+        }
+    };
+    latencies.push(r.latency_ms);
+    *cached += r.cached_tokens;
+    *prompt_tokens += r.tokens_in;
+    rec.record(t, Record::Reply { cadence: "tactical".into(), call: r.tick, latency_ms: r.latency_ms, tokens_in: r.tokens_in, tokens_out: r.tokens_out, text: text.clone() })?;
+    // Grounding: a mark becomes its box centre in capture space (FR-GND-001); coordinates stay as given
+    // (FR-GND-002). The transform chain maps either to the screen inside the executor (INV-GND-002).
+    let (action, mark, path, target) = match reply {
+        TacticalReply::Note { text } => {
+            let outcome = match context.note(&text, t) {
+                Ok(o) => format!("{o:?}"),
+                Err(e) => format!("refused: {e}"),
+            };
+            context.record(HistoryEntry::new(t, format!("note: {text}"), outcome));
+            return Ok(());
+        }
+        TacticalReply::ClickMark { mark, button } => {
+            let Some(el) = r.observation.element(mark) else {
+                context.record(HistoryEntry::new(t, format!("click_mark {mark}"), "mark not present"));
+                return Ok(());
+            };
+            let c = el.bbox.center();
+            (Action::Click { x: c.x, y: c.y, button }, Some((mark, el.bbox)), GroundingPath::Mark, Some(Target::Mark { element: mark }))
+        }
+        TacticalReply::Act(a) => {
+            let target = match &a {
+                Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Target::Point { point: Point::new(*x, *y) }),
+                _ => None,
+            };
+            let path = if target.is_some() { GroundingPath::Coordinate } else { GroundingPath::Mark };
+            (a, None, path, target)
+        }
+    };
+    let label = serde_json::to_string(&action).unwrap_or_default();
+    // FR-SAFE-005: a confirmation dialogue around the target holds the action for the user.
+    let point = match &action {
+        Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Point::new(*x, *y)),
+        _ => None,
+    };
+    if point.is_some() {
+        if let Some(m) = destructive::check(&r.observation.texts, point, r.frame.view().bounds(), 220) {
+            let allowed = !cfg.unattended && ask_user(&format!("The agent wants to {label} next to \"{}\" ({}). Allow? [y/N] ", m.text, m.pattern));
+            if !allowed {
+                *rejected += 1;
+                rec.record(t, Record::Interlock { interlock: "destructive_action".into(), detail: format!("{label} near {:?} ({})", m.text, m.pattern) })?;
+                context.record(HistoryEntry::new(
+                    t,
+                    label,
+                    format!("rejected: looks like a confirmation dialogue ({}: \"{}\"); needs the user's explicit confirmation", m.pattern, m.text),
+                ));
+                return Ok(());
+            }
+        }
+    }
+    let (expected, region) = expectation(&action, mark);
+    let id = *next_action;
+    *next_action += 1;
+    pending.insert(id, Pending { intention: Intention::new(action, SubgoalId(0)), expected: expected.clone(), region, label });
+    let ev = Event::ActionProposed {
+        action: ActionId(id),
+        key: pending.get(&id).map(|p| p.label.clone()).unwrap_or_default(),
+        target,
+        path: Some(path),
+        expected,
+        settle_ms: Some(cfg.loop_cfg.settle_ms),
+    };
+    let seq = rec.loop_event(t, &ev)?;
+    let cmds = state.step(ev, t);
+    rec.decisions(t, seq, &cmds)?;
+    queue.extend(cmds);
+    let _: Option<Verdict> = None;
+    let _ = MonoTime::ZERO;
+    Ok(())
+}
+
+/// Ask the person at the terminal (FR-SAFE-005). No terminal means no.
+fn ask_user(question: &str) -> bool {
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    eprint!("\n{question}");
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).is_ok() && line.trim().eq_ignore_ascii_case("y")
+}

@@ -1,0 +1,365 @@
+//! The reflex cadence of `gamepilot run`: one thread at a fixed rate that steps the executor (ADR-0035),
+//! evaluates sensors and postconditions, classifies frames, watches for user input and never waits on a
+//! model (FR-LOOP-002). It talks to the loop thread only through channels.
+
+use crate::cmd::act::{GuardianHandle, Ticker};
+use crate::cmd::common::now;
+use gamepilot_core::action::Intention;
+use gamepilot_core::{MonoTime, Point, Rect, SubgoalId};
+use gamepilot_executor::{
+    CancelReason, Context as ExecContext, ExecState, Executor, ExecutorConfig, HeldRecord, Report, TickInput,
+};
+use gamepilot_guardian::shm::monotonic_us;
+use gamepilot_sensor::{Evaluator, Expression, NoTemplates, RecognitionCache, Value};
+use gamepilot_vision::{FrameClass, Perceiver, Thumb};
+use gamepilot_x11::input::{DryRunSink, InputSink, XTestSink};
+use gamepilot_x11::userinput::{RawInputWatch, Watch};
+use gamepilot_x11::{WindowCapturer, X11};
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
+use x11rb::protocol::xproto::ConnectionExt as _;
+
+/// Requests from the loop thread.
+#[derive(Debug)]
+pub enum ToReflex {
+    /// Submit an intention; `tag` is the loop's action id.
+    Submit { tag: u64, intention: Intention },
+    /// Watch for change after an action: the region (capture space) or the whole frame.
+    Watch { tag: u64, region: Option<Rect>, settle: Duration },
+    /// Release what a subgoal owns (selective cancellation, ADR-0035 Ownership).
+    CancelOwner(SubgoalId),
+    /// The active subgoal and its compiled postcondition.
+    Subgoal(Option<(SubgoalId, Expression)>),
+    Stop,
+}
+
+/// What the reflex thread reports.
+#[derive(Debug, Clone)]
+pub enum FromReflex {
+    Tick {
+        tick: u64,
+        change: FrameClass,
+        signature: u64,
+        held: u32,
+        goal_met: Option<bool>,
+        subgoal: Option<(SubgoalId, Option<bool>)>,
+        sensors: Vec<(String, Option<f64>)>,
+        late_us: u64,
+    },
+    Submitted { tag: u64, result: Result<(), String> },
+    Finished { tag: u64, report: String },
+    /// A change-watch sample: did the watched pixels change since the action was issued?
+    Evidence { tag: u64, changed: Option<bool> },
+    Interlock { interlock: String, detail: String },
+    WindowGone,
+    Stopped { lateness_p50_us: u64, lateness_p99_us: u64, ticks: u64, events: u64 },
+}
+
+pub struct ReflexSetup {
+    pub display: Option<String>,
+    pub window: u32,
+    pub exec: ExecutorConfig,
+    pub dry_run: bool,
+    pub hz: u32,
+    pub program: Option<gamepilot_sensor::Program>,
+    pub declared: gamepilot_core::Size,
+    pub goal: Option<Expression>,
+}
+
+struct WatchState {
+    tag: u64,
+    region: Option<Rect>,
+    before: u64,
+    until: Instant,
+    last_sample: Instant,
+}
+
+/// A hash of the pixels of `r` (or the whole thumbnail when `None`), sampled on a coarse grid.
+fn region_hash(view: &gamepilot_core::FrameView<'_>, r: Option<Rect>) -> u64 {
+    let r = r.and_then(|r| r.clamped_to(&view.bounds())).unwrap_or(view.bounds());
+    let mut h: u64 = 0xcbf29ce484222325;
+    let step = ((r.w.max(r.h) / 48).max(1)) as usize;
+    for y in (r.y as u32..r.y as u32 + r.h).step_by(step) {
+        for x in (r.x as u32..r.x as u32 + r.w).step_by(step) {
+            for b in view.rgb(x, y) {
+                h ^= b as u64;
+                h = h.wrapping_mul(0x100000001b3);
+            }
+        }
+    }
+    h
+}
+
+fn value_num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Num(n) => Some(*n),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::Undefined => None,
+    }
+}
+
+fn value_bool(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        _ => None,
+    }
+}
+
+fn publish(g: &GuardianHandle, held: &HeldRecord) {
+    let keys: Vec<u32> = held.keys().map(|k| k.0).collect();
+    let buttons: Vec<u8> = held.buttons().collect();
+    g.shm.publish(&keys, &buttons, monotonic_us());
+}
+
+/// Run the reflex cadence until `Stop`, the window vanishes, a halt, or user input.
+pub fn run(
+    setup: ReflexSetup,
+    guardian: GuardianHandle,
+    rx: Receiver<ToReflex>,
+    tx: Sender<FromReflex>,
+) -> anyhow::Result<()> {
+    let x = X11::connect(setup.display.as_deref())?;
+    let mut sink: Box<dyn InputSink> = if setup.dry_run {
+        Box::new(DryRunSink::default())
+    } else {
+        Box::new(XTestSink::connect(setup.display.as_deref())?)
+    };
+    let mut watch = RawInputWatch::connect(setup.display.as_deref(), Watch::All)?;
+    let _ = watch.poll()?;
+    let mut capturer = WindowCapturer::new(&x, setup.window)?;
+    let mut perceiver = Perceiver::new();
+    let mut evaluator = setup.program.clone().map(|p| Evaluator::new(p, setup.declared));
+    let mut recognition = RecognitionCache::new(64, 8);
+    let (ocr_tx, ocr_results) = spawn_recognition_worker();
+    let mut ex = Executor::new(setup.exec.clone());
+    let mut subgoal: Option<(SubgoalId, Expression)> = None;
+    let mut watches: Vec<WatchState> = Vec::new();
+    let mut tags: Vec<(gamepilot_executor::ActionId, u64)> = Vec::new();
+    let mut ticker = Ticker::new(setup.hz);
+    let mut tick: u64 = 0;
+    let mut last_audit = Instant::now();
+    publish(&guardian, ex.held());
+    guardian.shm.set_armed(true);
+    let send = |m: FromReflex| {
+        let _ = tx.send(m);
+    };
+    let result: anyhow::Result<()> = (|| loop {
+        ticker.wait();
+        tick += 1;
+        let t: MonoTime = now();
+        let halt = guardian.shm.halt();
+        let foreground = match x.is_foreground(setup.window) {
+            Ok(f) => f,
+            Err(e) if e.is_window_gone() => {
+                send(FromReflex::WindowGone);
+                return Ok(());
+            }
+            Err(_) => false,
+        };
+        let chain = match x.transform_for(setup.window) {
+            Ok(c) => Some(c),
+            Err(e) if e.is_window_gone() => {
+                send(FromReflex::WindowGone);
+                return Ok(());
+            }
+            Err(_) => None,
+        };
+        let pointer = x
+            .conn
+            .query_pointer(x.root)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .and_then(|p| chain.and_then(|c| c.screen_to_capture(p.root_x as i32, p.root_y as i32)))
+            .map(|p| Point::new(p.x, p.y));
+        // FR-SAFE-002: real-device input pauses the agent and releases everything at once.
+        if let Some(ev) = watch.poll_user()? {
+            let out = ex.pause_for_user();
+            sink.deliver(&out.events)?;
+            publish(&guardian, ex.held());
+            let device = watch.device_name(ev.sourceid).unwrap_or("?").to_string();
+            send(FromReflex::Interlock { interlock: "user_input".into(), detail: format!("paused by {device}") });
+            return Ok(());
+        }
+        let ctx = ExecContext { now: t, foreground: foreground && halt.is_none(), chain };
+        loop {
+            match rx.try_recv() {
+                Ok(ToReflex::Submit { tag, intention }) => match ex.submit(&intention, &ctx) {
+                    Ok(id) => {
+                        tags.push((id, tag));
+                        send(FromReflex::Submitted { tag, result: Ok(()) });
+                    }
+                    Err(r) => send(FromReflex::Submitted { tag, result: Err(r.to_string()) }),
+                },
+                Ok(ToReflex::Watch { tag, region, settle }) => {
+                    watches.push(WatchState {
+                        tag,
+                        region,
+                        before: 0,
+                        until: Instant::now() + settle,
+                        last_sample: Instant::now(),
+                    });
+                }
+                Ok(ToReflex::CancelOwner(owner)) => {
+                    for r in ex.cancel_owner(owner) {
+                        report_finished(&mut tags, &r, &send);
+                    }
+                }
+                Ok(ToReflex::Subgoal(s)) => subgoal = s,
+                Ok(ToReflex::Stop) => return Ok(()),
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Ok(()),
+            }
+        }
+        // The five steps (halt, foreground, advance, reconcile, emit + publish).
+        let out = ex.tick(&TickInput { now: t, halt: halt.is_some(), foreground, chain, pointer });
+        sink.deliver(&out.events)?;
+        publish(&guardian, ex.held());
+        for r in &out.reports {
+            report_finished(&mut tags, r, &send);
+        }
+        if let ExecState::Halted { reason } = ex.state() {
+            send(FromReflex::Interlock { interlock: "halt".into(), detail: format!("{reason:?} {halt:?}") });
+            return Ok(());
+        }
+        if !foreground && ex.active() > 0 {
+            send(FromReflex::Interlock { interlock: "focus_lost".into(), detail: "target not foreground".into() });
+        }
+        if out.events.iter().any(|e| e.is_release()) || last_audit.elapsed() >= Duration::from_secs(1) {
+            audit(sink.as_mut(), ex.held())?;
+            last_audit = Instant::now();
+        }
+        // Perception of the reflex tick: frame class, sensors, postconditions, change watches.
+        let frame = match capturer.capture(&x, t) {
+            Ok(f) => f,
+            Err(e) if e.is_window_gone() => {
+                send(FromReflex::WindowGone);
+                return Ok(());
+            }
+            Err(_) => continue,
+        };
+        let view = frame.view();
+        let class = perceiver.classify_thumb(Thumb::from_view(&view, 160)).class;
+        let signature = region_hash(&view, None);
+        let mut sensors = Vec::new();
+        let mut goal_met = None;
+        let mut sub = None;
+        if let (Some(ev), Some(chain)) = (evaluator.as_mut(), chain) {
+            let mut ectx = gamepilot_sensor::EvalContext {
+                frame: view,
+                chain: chain.with_capture_size(view.size()),
+                atlas: &NoTemplates,
+                recognition: &mut recognition,
+            };
+            let vals = ev.tick(&mut ectx).to_vec();
+            for (def, v) in ev.program().sensors().iter().zip(vals.iter()) {
+                sensors.push((def.name.clone(), value_num(v)));
+            }
+            if let Some(g) = setup.goal.as_ref() {
+                goal_met = value_bool(&ev.evaluate(g, &mut ectx));
+            }
+            if let Some((id, expr)) = subgoal.as_ref() {
+                sub = Some((*id, value_bool(&ev.evaluate(expr, &mut ectx))));
+            }
+            // region_integer never blocks the tick: requests go to the recognition worker thread and
+            // readings come back on later ticks; until then the value is undefined (never stale, never 0).
+            for req in recognition.take_requests() {
+                let _ = ocr_tx.send(req);
+            }
+            while let Ok((key, reading)) = ocr_results.try_recv() {
+                recognition.fulfil(key, reading);
+            }
+        }
+        for w in watches.iter_mut() {
+            if w.before == 0 {
+                w.before = region_hash(&view, w.region) | 1;
+                continue;
+            }
+            if w.last_sample.elapsed() >= Duration::from_millis(100) || Instant::now() >= w.until {
+                let changed = (region_hash(&view, w.region) | 1) != w.before;
+                send(FromReflex::Evidence { tag: w.tag, changed: Some(changed) });
+                w.last_sample = Instant::now();
+            }
+        }
+        watches.retain(|w| Instant::now() < w.until + Duration::from_millis(250));
+        send(FromReflex::Tick {
+            tick,
+            change: class,
+            signature,
+            held: ex.held().iter().count() as u32,
+            goal_met,
+            subgoal: sub,
+            sensors,
+            late_us: ticker.lateness_us.last().copied().unwrap_or(0),
+        });
+    })();
+    // Every exit path releases everything (FR-ACT-001, INV-SAFE-002).
+    let out = ex.stop(CancelReason::Halted);
+    let _ = sink.deliver(&out.events);
+    publish(&guardian, ex.held());
+    let _ = audit(sink.as_mut(), ex.held());
+    capturer.close(&x);
+    guardian.finish();
+    let mut late = ticker.lateness_us.clone();
+    late.sort_unstable();
+    let pct = |p: f64| late.get(((late.len().saturating_sub(1)) as f64 * p) as usize).copied().unwrap_or(0);
+    send(FromReflex::Stopped {
+        lateness_p50_us: pct(0.5),
+        lateness_p99_us: pct(0.99),
+        ticks: late.len() as u64,
+        events: sink.count(),
+    });
+    result
+}
+
+fn report_finished(tags: &mut Vec<(gamepilot_executor::ActionId, u64)>, r: &Report, send: &impl Fn(FromReflex)) {
+    if let Some(i) = tags.iter().position(|(id, _)| *id == r.id) {
+        let (_, tag) = tags.remove(i);
+        send(FromReflex::Finished { tag, report: serde_json::to_string(&r.kind).unwrap_or_default() });
+    }
+}
+
+/// Tesseract reads region_integer crops on its own thread (FR-PERC-008: never on the reflex tick).
+struct TesseractDigits;
+
+impl gamepilot_sensor::DigitReader for TesseractDigits {
+    fn read_integer(&mut self, view: gamepilot_core::FrameView<'_>, region: Rect, digits: Option<u32>) -> Option<i64> {
+        gamepilot_ocr::read_integer(&view, region, digits.unwrap_or(0))
+    }
+}
+
+type RecognitionResult = (gamepilot_sensor::RecognitionKey, Option<i64>);
+
+fn spawn_recognition_worker(
+) -> (Sender<gamepilot_sensor::RecognitionRequest>, Receiver<RecognitionResult>) {
+    let (req_tx, req_rx) = std::sync::mpsc::channel::<gamepilot_sensor::RecognitionRequest>();
+    let (res_tx, res_rx) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new().name("recognition".into()).spawn(move || {
+        let mut reader = TesseractDigits;
+        while let Ok(req) = req_rx.recv() {
+            let reading = req.read_with(&mut reader);
+            if res_tx.send((req.key, reading)).is_err() {
+                break;
+            }
+        }
+    });
+    (req_tx, res_rx)
+}
+
+/// Compare the held record with the server (INV-ACT-002) and release what the record does not own.
+fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> anyhow::Result<()> {
+    let Some(server) = sink.server_held()? else { return Ok(()) };
+    let record: Vec<u8> = held.keys().filter_map(|k| sink.keycode_of(k)).collect();
+    let (unowned, _) = gamepilot_executor::held::divergence(&record, &server.keycodes);
+    if !unowned.is_empty() {
+        sink.release_keycodes(&unowned)?;
+    }
+    let rec_buttons: Vec<u8> = held.buttons().collect();
+    let (unowned_b, _) = gamepilot_executor::held::divergence(&rec_buttons, &server.buttons);
+    if !unowned_b.is_empty() {
+        let ev: Vec<gamepilot_core::action::InputEvent> =
+            unowned_b.iter().map(|b| gamepilot_core::action::InputEvent::Button { button: *b, down: false }).collect();
+        sink.deliver(&ev)?;
+    }
+    Ok(())
+}
