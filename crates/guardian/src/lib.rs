@@ -50,6 +50,27 @@ pub enum GuardianExit {
     CoreDied,
 }
 
+/// A signal the core, tests and benches send to a process they started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Stop,
+    Cont,
+    Kill,
+    Term,
+}
+
+/// Send `sig` to `pid`; false when the process does not exist.
+pub fn send_signal(pid: u32, sig: Signal) -> bool {
+    let s = match sig {
+        Signal::Stop => libc::SIGSTOP,
+        Signal::Cont => libc::SIGCONT,
+        Signal::Kill => libc::SIGKILL,
+        Signal::Term => libc::SIGTERM,
+    };
+    // SAFETY: kill(2) with a pid and a valid signal number.
+    unsafe { libc::kill(pid as libc::pid_t, s) == 0 }
+}
+
 fn pidfd_open(pid: u32) -> Option<RawFd> {
     // SAFETY: pidfd_open(2) takes a pid and flags; returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };

@@ -11,10 +11,13 @@ pub struct Args {
 pub enum Topic {
     /// Capture cost per frame: Composite+SHM full frame vs plain GetImage.
     Capture(super::capture::BenchArgs),
+    /// Executor tick cost, reflex tick lateness, panic and crash-release latency.
+    Executor(super::bench_executor::BenchArgs),
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.topic {
         Topic::Capture(a) => super::capture::bench(a),
+        Topic::Executor(a) => super::bench_executor::bench(a),
     }
 }

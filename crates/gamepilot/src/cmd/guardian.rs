@@ -1,12 +1,56 @@
-//! `gamepilot guardian`: The guardian process (filled in by issue 3).
+//! `gamepilot guardian`: the guardian process, started by the core before input is armed (FR-SAFE-001/003).
+//! Not for direct use: it reads the core's shared page, releases everything when the core dies or hangs, and
+//! owns the panic chord.
+
+use anyhow::Context as _;
+use gamepilot_core::Chord;
+use gamepilot_guardian::{Guardian, GuardianExit, GuardianOptions, SharedState};
+use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (the surface is defined by issue 3).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// Inherited descriptor of the shared page (memfd).
+    #[arg(long, conflicts_with = "shm")]
+    pub shm_fd: Option<i32>,
+    /// Path of the shared page (alternative to --shm-fd).
+    #[arg(long)]
+    pub shm: Option<PathBuf>,
+    /// The core's process id.
+    #[arg(long)]
+    pub core_pid: u32,
+    /// X display (default: $DISPLAY).
+    #[arg(long)]
+    pub display: Option<String>,
+    /// The panic chord (from the user's configuration only).
+    #[arg(long, default_value = "ctrl+Pause")]
+    pub panic_key: String,
+    /// Heartbeat age after which the core counts as hung, in ms.
+    #[arg(long, default_value_t = 250)]
+    pub stale_ms: u64,
+    /// Treat EOF on stdin as the core's death (the core holds the pipe's other end).
+    #[arg(long)]
+    pub stdin_pipe: bool,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    super::common::not_yet("guardian", 3)
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let shm = match (args.shm_fd, &args.shm) {
+        (Some(fd), _) => SharedState::open_fd(fd)?,
+        (None, Some(p)) => SharedState::open_path(p)?,
+        (None, None) => {
+            anyhow::bail!("the guardian needs --shm-fd or --shm (it is started by `gamepilot act`/`run`)")
+        }
+    };
+    let panic = Chord::parse(&args.panic_key).with_context(|| format!("panic key {:?}", args.panic_key))?;
+    let opts = GuardianOptions {
+        display: args.display.clone(),
+        core_pid: args.core_pid,
+        panic,
+        stale_after: Duration::from_millis(args.stale_ms),
+        death_pipe: args.stdin_pipe.then_some(0),
+    };
+    let mut g = Guardian::start(opts, shm).context("starting the guardian")?;
+    match g.run()? {
+        GuardianExit::CoreDied => Ok(0),
+    }
 }
