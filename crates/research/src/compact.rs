@@ -106,9 +106,9 @@ mod tests {
         }
     }
 
-    // FR-CTX-004: excerpts reduced to the conclusions used, keeping the source.
     #[test]
     fn keeps_conclusions_with_sources_and_drops_the_rest() {
+        // FR-CTX-004: excerpts reduced to the conclusions used, keeping the source.
         let excerpts = vec![
             ex("http://a/guide", "Long page. The shop is behind the fountain. Lots of other text about nothing in particular, repeated at length."),
             ex("http://b/forum", "Unrelated chatter about a different game entirely."),

@@ -168,6 +168,7 @@ mod tests {
 
     #[test]
     fn default_is_valid_and_unavailable() {
+        // FR-LOOP-006: no backend configured by default means "research unavailable".
         let c = ResearchConfig::default();
         assert!(c.validate().is_ok());
         assert!(c.search.is_none());

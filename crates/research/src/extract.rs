@@ -272,9 +272,9 @@ mod tests {
         <p>Each level adds more points &amp; lines.</p></div>
         <footer>Copyright</footer></body></html>"#;
 
-    // FR-SKILL-003: readable text, no furniture, no scripts.
     #[test]
     fn extracts_visible_text_only() {
+        // FR-SKILL-003: readable text, no furniture, no scripts.
         let p = extract_readable_text(PAGE);
         assert_eq!(p.title.as_deref(), Some("Untangle guide"));
         assert_eq!(

@@ -480,6 +480,7 @@ mod tests {
 
     #[test]
     fn public_address_classification() {
+        // FR-SKILL-005: untrusted results cannot aim the fetcher at private networks.
         for a in [
             "127.0.0.1",
             "10.1.2.3",
@@ -502,6 +503,7 @@ mod tests {
 
     #[test]
     fn urls_must_be_http() {
+        // FR-SKILL-003: only http(s) URLs are fetched.
         assert!(check_url("https://example.org/a#frag").is_ok());
         assert_eq!(
             check_url("https://example.org/a#frag").unwrap().as_str(),

@@ -270,9 +270,9 @@ mod tests {
         )
     }
 
-    // What is never sent: ScreenText has no conversion into any query input (FR-SKILL-003).
     #[test]
     fn screen_text_has_no_path_into_a_query() {
+        // What is never sent: ScreenText has no conversion into any query input (FR-SKILL-003).
         // Positive controls: the probe does detect implementations.
         assert!(implements!(String: AsRef<str>));
         assert!(implements!(Goal: Clone));
@@ -294,6 +294,7 @@ mod tests {
     // Runtime guard: an inference that copies screen text verbatim is rejected with a named error.
     #[test]
     fn guard_rejects_verbatim_screen_text() {
+        // FR-SKILL-003, FR-SKILL-004: runtime guard, an inference that copies screen text is refused by name.
         let goal = Goal::new("finish the first level of Untangle");
         let copied = Inference::new("message says meet me behind the old mill at 9");
         let err = QueryBuilder::new(&goal)
@@ -317,6 +318,7 @@ mod tests {
 
     #[test]
     fn guard_allows_own_inferences_and_goal_words() {
+        // FR-SKILL-003: the agent's own inferences and the user's goal may be sent.
         // The screen shows "Untangle   Level 1" and the goal names Untangle: short shared words pass,
         // and runs shared with the goal pass because the user typed them.
         let goal = Goal::new("finish Untangle Level 1");

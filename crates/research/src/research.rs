@@ -492,6 +492,7 @@ mod tests {
 
     #[test]
     fn fit_excerpt_bounds_rendered_tokens() {
+        // FR-SKILL-004: the token budget holds for the rendered block, escaping included.
         let ex = UntrustedExcerpt {
             source_url: "https://example.org/a".into(),
             retrieved_at: "2026-09-12T14:02:05Z".into(),

@@ -41,9 +41,9 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    // FR-SKILL-005: retrieval time is stated in RFC 3339 UTC.
     #[test]
     fn formats_known_instants() {
+        // FR-SKILL-005: retrieval time is stated in RFC 3339 UTC.
         assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let t = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(rfc3339_utc(t), "2000-02-29T00:00:00Z");

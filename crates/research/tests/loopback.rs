@@ -364,10 +364,10 @@ fn shared_runs(screen: &str, haystack: &str, goal: &str) -> Vec<String> {
 // Tests.
 // ---------------------------------------------------------------------------------------------
 
-// FR-SKILL-003: search and fetch answers from one or two sources, as delimited untrusted blocks with
-// source URL and retrieval time; the SearxNG call is `GET /search?q=…&format=json`.
 #[test]
 fn search_and_fetch_reads_a_guide_into_untrusted_blocks() {
+    // FR-SKILL-003: search and fetch answers from one or two sources, as delimited untrusted blocks with
+    // source URL and retrieval time; the SearxNG call is `GET /search?q=…&format=json`.
     let fx = Fixture::start(|_| paths(&["/guide", "/guide2", "/plain"]));
     let r = Researcher::new(config(&fx), synth()).unwrap();
     let q = untangle_query();
@@ -417,10 +417,10 @@ fn search_and_fetch_reads_a_guide_into_untrusted_blocks() {
     assert_eq!(kinds, ["request", "search", "fetch", "fetch", "finished"]);
 }
 
-// FR-SKILL-004: deep research reads several sources, skips the unusable ones with named errors,
-// cross-checks and synthesises a brief; the whole result stays within the token budget.
 #[test]
 fn deep_research_cross_checks_and_writes_a_brief() {
+    // FR-SKILL-004: deep research reads several sources, skips the unusable ones with named errors,
+    // cross-checks and synthesises a brief; the whole result stays within the token budget.
     let fx = Fixture::start(|_| paths(&["/guide", "/binary", "/missing", "/guide2", "/inject"]));
     let r = Researcher::new(config(&fx), synth()).unwrap();
     let mut log = ResearchLog::new();
@@ -469,11 +469,11 @@ fn deep_research_cross_checks_and_writes_a_brief() {
     )));
 }
 
-// FR-SKILL-005, INV-SAFE-001: a page that tells the agent to ignore its rules, press alt+F4 and raise
-// its limits is only data: it appears inside its delimiters, it cannot close the block, and the
-// configuration (every limit) is exactly what the user wrote, before and after.
 #[test]
 fn injection_page_is_only_data_and_changes_no_limit() {
+    // FR-SKILL-005, INV-SAFE-001: a page that tells the agent to ignore its rules, press alt+F4 and raise
+    // its limits is only data: it appears inside its delimiters, it cannot close the block, and the
+    // configuration (every limit) is exactly what the user wrote, before and after.
     let fx = Fixture::start(|_| paths(&["/inject"]));
     let cfg = config(&fx);
     let before = serde_json::to_string(&cfg).unwrap();
@@ -549,10 +549,10 @@ impl Synthesizer for RogueSynthesizer {
     }
 }
 
-// INV-SAFE-001: even the synthesis step (backed by a model) cannot exceed the token budget, invent a
-// source, or escape its block.
 #[test]
 fn a_rogue_synthesizer_is_bounded() {
+    // INV-SAFE-001: even the synthesis step (backed by a model) cannot exceed the token budget, invent a
+    // source, or escape its block.
     let fx = Fixture::start(|_| paths(&["/inject", "/guide"]));
     let r = Researcher::new(config(&fx), Arc::new(RogueSynthesizer)).unwrap();
     let mut log = ResearchLog::new();
@@ -567,10 +567,10 @@ fn a_rogue_synthesizer_is_bounded() {
     assert!(!rendered.contains("<system>"));
 }
 
-// FR-SKILL-003: a page is read only up to the byte limit (the rest is never downloaded into memory)
-// and the source is marked truncated.
 #[test]
 fn huge_page_is_cut_at_the_size_limit() {
+    // FR-SKILL-003: a page is read only up to the byte limit (the rest is never downloaded into memory)
+    // and the source is marked truncated.
     let fx = Fixture::start(|_| paths(&["/huge"]));
     let cfg = config(&fx);
     let limit = cfg.limits.max_page_bytes;
@@ -599,9 +599,9 @@ fn huge_page_is_cut_at_the_size_limit() {
     assert_eq!(fetch, (limit, true));
 }
 
-// FR-SKILL-003: a page that does not answer hits the read timeout with a named error.
 #[test]
 fn slow_page_hits_the_timeout() {
+    // FR-SKILL-003: a page that does not answer hits the read timeout with a named error.
     let fx = Fixture::start(|_| paths(&["/slow"]));
     let mut cfg = config(&fx);
     cfg.limits.read_timeout = Duration::from_millis(300);
@@ -611,10 +611,10 @@ fn slow_page_hits_the_timeout() {
     assert_eq!(err, ResearchError::Timeout { url: fx.url("/slow") });
 }
 
-// FR-SKILL-003, FR-SKILL-004: pages that keep trickling bytes never trip a read timeout, so the
-// wall-clock limit must end the request: it ends with `deadline_hit` and no fabricated result.
 #[test]
 fn wall_clock_limit_bounds_the_whole_request() {
+    // FR-SKILL-003, FR-SKILL-004: pages that keep trickling bytes never trip a read timeout, so the
+    // wall-clock limit must end the request: it ends with `deadline_hit` and no fabricated result.
     let fx = Fixture::start(|_| paths(&["/trickle", "/trickle2", "/trickle3"]));
     let mut cfg = config(&fx);
     cfg.limits.wall_clock = Duration::from_millis(1500);
@@ -643,10 +643,10 @@ fn wall_clock_limit_bounds_the_whole_request() {
     assert_eq!(fx.count("/trickle2"), 0, "no second page once the clock ran out");
 }
 
-// FR-SKILL-003: non-text content is refused by content type, and text/html that holds binary data is
-// refused too, each with a named error.
 #[test]
 fn binary_content_is_rejected() {
+    // FR-SKILL-003: non-text content is refused by content type, and text/html that holds binary data is
+    // refused too, each with a named error.
     let fx = Fixture::start(|_| Vec::new());
     let f = Fetcher::new(&config(&fx));
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -673,9 +673,9 @@ fn binary_content_is_rejected() {
     ));
 }
 
-// FR-SKILL-003: redirects are followed but bounded; a loop ends with a named error.
 #[test]
 fn redirect_loop_is_bounded() {
+    // FR-SKILL-003: redirects are followed but bounded; a loop ends with a named error.
     let fx = Fixture::start(|_| Vec::new());
     let cfg = config(&fx);
     let f = Fetcher::new(&cfg);
@@ -693,10 +693,10 @@ fn redirect_loop_is_bounded() {
     assert_eq!(ok.final_url, fx.url("/guide"));
 }
 
-// FR-SKILL-003, FR-SKILL-004: research never blocks a cadence. The caller's loop keeps ticking while a
-// request is in flight, the result arrives as an event, and a full queue is refused, not waited on.
 #[test]
 fn runner_does_not_block_the_caller() {
+    // FR-SKILL-003, FR-SKILL-004: research never blocks a cadence. The caller's loop keeps ticking while a
+    // request is in flight, the result arrives as an event, and a full queue is refused, not waited on.
     let fx = Fixture::start(|_| paths(&["/slowguide"]));
     let mut cfg = config(&fx);
     cfg.limits.queue_capacity = 1;
@@ -752,10 +752,10 @@ fn runner_does_not_block_the_caller() {
     runner.shutdown();
 }
 
-// The escalation ladder moves on: no backend configured is a named "unavailable" outcome, never a
-// made-up answer; so is a search endpoint that does not answer.
 #[test]
 fn no_backend_means_research_unavailable() {
+    // FR-LOOP-006, FR-SKILL-003, FR-SKILL-004: the escalation ladder moves on: no backend configured is a named "unavailable" outcome, never a
+    // made-up answer; so is a search endpoint that does not answer.
     let (mut runner, events) = ResearchRunner::spawn(ResearchConfig::default(), synth()).unwrap();
     runner.submit(ResearchRequest::deep(untangle_query())).unwrap();
     let outcome = loop {
@@ -798,11 +798,11 @@ fn no_backend_means_research_unavailable() {
     );
 }
 
-// What is never sent: queries derive from the goal and the agent's inferences; an inference that
-// copies screen text is refused before anything is sent, and neither the research log nor the wire
-// carries any run of the screen text.
 #[test]
 fn query_log_and_wire_show_no_ocr_text() {
+    // FR-SKILL-003, FR-SKILL-004 (what is never sent): queries derive from the goal and the agent's inferences; an inference that
+    // copies screen text is refused before anything is sent, and neither the research log nor the wire
+    // carries any run of the screen text.
     let fx = Fixture::start(|_| paths(&["/guide"]));
     let r = Researcher::new(config(&fx), synth()).unwrap();
     let screen_raw = "Untangle  Level 3\nWhisper from alice_1987: my password is hunter2, meet at 9\nPlayer: bob.smith@example.com";
@@ -852,10 +852,10 @@ fn query_log_and_wire_show_no_ocr_text() {
     }
 }
 
-// Search results cannot point the fetcher at the user's own network: by default loopback and private
-// addresses are refused with a named error (the user's own search endpoint is exempt).
 #[test]
 fn private_addresses_are_blocked_by_default() {
+    // FR-SKILL-005: untrusted search results cannot point the fetcher at the user's own network: by default loopback and private
+    // addresses are refused with a named error (the user's own search endpoint is exempt).
     let fx = Fixture::start(|_| paths(&["/guide", "/to-guide"]));
     let mut cfg = config(&fx);
     cfg.allow_private_addresses = false;
@@ -887,10 +887,10 @@ fn private_addresses_are_blocked_by_default() {
     );
 }
 
-// INV-CTX-001: nothing persists: there is no cache, so the same request fetches again, and a fresh
-// researcher knows nothing of an earlier one.
 #[test]
 fn nothing_is_cached_between_requests() {
+    // INV-CTX-001: nothing persists: there is no cache, so the same request fetches again, and a fresh
+    // researcher knows nothing of an earlier one.
     let fx = Fixture::start(|_| paths(&["/guide"]));
     let a = Researcher::new(config(&fx), synth()).unwrap();
     let req = ResearchRequest::search_and_fetch(untangle_query());
