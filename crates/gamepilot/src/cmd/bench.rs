@@ -9,6 +9,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Topic {
+    /// Tactical model-call latency p50/p95 and prefix-cache hit ratio (starts llama-server + SmolLM2).
+    Model(super::bench_model::BenchArgs),
     /// Capture cost per frame: Composite+SHM full frame vs plain GetImage.
     Capture(super::capture::BenchArgs),
     /// Executor tick cost, reflex tick lateness, panic and crash-release latency.
@@ -17,6 +19,7 @@ pub enum Topic {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.topic {
+        Topic::Model(a) => super::bench_model::bench(a),
         Topic::Capture(a) => super::capture::bench(a),
         Topic::Executor(a) => super::bench_executor::bench(a),
     }

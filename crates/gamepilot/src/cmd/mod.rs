@@ -2,6 +2,7 @@
 
 pub mod act;
 pub mod bench;
+pub mod bench_model;
 pub mod bench_executor;
 pub mod capture;
 pub mod classify;

@@ -1,0 +1,224 @@
+//! `gamepilot bench model`: tactical call latency (p50/p95) against a real model host and the host's
+//! prefix-cache hit ratio across consecutive tactical calls (FR-CTX-002, NFR-MODEL-001, FR-MODEL-002).
+//! By default it starts llama-server with the SmolLM2 test model from scripts/setup-llama.sh's cache.
+
+use anyhow::Context as _;
+use gamepilot_context::{
+    tactical_schema, Cadence, Context, ContextConfig, HistoryEntry, ObservationText, Plan, PlanStep,
+    SchemaLimits, StepStatus, ToolSet,
+};
+use gamepilot_core::{ElementId, MonoTime, Size};
+use gamepilot_model::{
+    cache, CancelToken, ChatRequest, HostClient, HostTimeouts, LaunchSpec, LocalHost, VisualBudget,
+    WeightsSpec,
+};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Tactical calls to make.
+    #[arg(long, default_value_t = 20)]
+    pub calls: usize,
+    /// Use this running OpenAI-compatible host instead of starting llama-server.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// llama-server binary (default: the setup-llama.sh cache).
+    #[arg(long)]
+    pub server: Option<PathBuf>,
+    /// GGUF model (default: SmolLM2-135M-Instruct Q4_1 from the cache); needs --sha256 when given.
+    #[arg(long, requires = "sha256")]
+    pub model: Option<PathBuf>,
+    /// Expected SHA-256 of --model.
+    #[arg(long)]
+    pub sha256: Option<String>,
+    /// Context size of the started host.
+    #[arg(long, default_value_t = 4096)]
+    pub ctx: u32,
+    /// CPU threads of the started host.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Maximum reply tokens per call.
+    #[arg(long, default_value_t = 40)]
+    pub max_tokens: u32,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        args.calls >= 2,
+        "--calls must be at least 2 (the cache ratio needs a second call)"
+    );
+    let mut _host = None;
+    let (url, model_name) = match &args.url {
+        Some(u) => (u.clone(), "default".to_string()),
+        None => {
+            let (bin, model) = match (&args.server, &args.model, &args.sha256) {
+                (s, Some(m), Some(d)) => (
+                    s.clone().unwrap_or_else(cache::server_bin),
+                    WeightsSpec::new(m.clone(), d),
+                ),
+                (s, _, _) => {
+                    let (bin, model) = cache::require_installed().map_err(anyhow::Error::msg)?;
+                    (s.clone().unwrap_or(bin), model)
+                }
+            };
+            let mut spec = LaunchSpec::new(bin, model);
+            spec.ctx_size = args.ctx;
+            spec.threads = args.threads;
+            let started = Instant::now();
+            let h = LocalHost::start(spec).context("starting llama-server")?;
+            println!(
+                "host: llama-server pid {:?} on {} (weights verified + loaded in {:.0} ms)",
+                h.pid(),
+                h.base_url(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            let url = h.base_url();
+            let name = h
+                .verified()
+                .first()
+                .map(|v| v.path.display().to_string())
+                .unwrap_or_default();
+            _host = Some(h);
+            (url, name)
+        }
+    };
+    let client = HostClient::new(
+        &url,
+        HostTimeouts {
+            connect: Duration::from_secs(2),
+            call: Duration::from_secs(120),
+        },
+    )?;
+    let caps = client.probe()?;
+    println!("capabilities: vision {:?}, n_ctx {:?}", caps.vision, caps.n_ctx);
+    let budget = VisualBudget::default();
+    println!(
+        "visual budget: tactical {} px, deliberative {} px{}",
+        budget.tactical_pixels,
+        budget.deliberative_pixels,
+        if caps.vision == Some(true) {
+            ""
+        } else {
+            " (text-only host: observation text stands in for the image)"
+        }
+    );
+
+    let tools = ToolSet::all();
+    let mut ctx = Context::new(
+        ContextConfig {
+            context_tokens: args.ctx,
+            ..ContextConfig::default()
+        },
+        &tools,
+        "Reach the exit door at the right end of the level.",
+        MonoTime::ZERO,
+    )?;
+    ctx.set_plan(Plan {
+        steps: vec![
+            PlanStep::new("Walk right along the corridor", StepStatus::Active),
+            PlanStep::new("Open the exit door", StepStatus::Pending),
+        ],
+        subgoal: Some("Walk right along the corridor".into()),
+    });
+    let capture = Size::new(1280, 720);
+    let cancel = CancelToken::new();
+
+    let (mut wall, mut prompt_ms, mut predicted_ms) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut cached_sum, mut prompt_sum, mut retries) = (0u64, 0u64, 0u32);
+    let mut first_wall = 0.0;
+    for i in 0..args.calls {
+        let now = MonoTime::from_millis(500 * (i as u64 + 1));
+        let marks: Vec<ElementId> = [3u32, 7, 11 + (i as u32 % 3)]
+            .into_iter()
+            .map(ElementId)
+            .collect();
+        let obs = ObservationText::new(
+            now,
+            format!(
+                "window 1280x720\nmarks: [3] door (1180,300 60x140); [7] player ({},520 32x48); [{}] coin\nsensors: hp=100 coins={}",
+                200 + i * 10,
+                marks[2].0,
+                i / 2
+            ),
+        );
+        let schema = tactical_schema(&tools, &marks, capture, &SchemaLimits::default())?;
+        let prompt = ctx.assemble(Cadence::Tactical, &obs, None);
+        let req = ChatRequest::from_prompt(&model_name, &prompt, args.max_tokens);
+        let t = Instant::now();
+        let r = client
+            .chat_structured(&req, &schema, &cancel)
+            .with_context(|| format!("tactical call {i}"))?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        retries += r.attempts - 1;
+        let timings = &r.reply.timings;
+        if i == 0 {
+            first_wall = ms;
+        } else {
+            wall.push(ms);
+            cached_sum += timings.cached_tokens.unwrap_or(0);
+            prompt_sum += timings.prompt_tokens.unwrap_or(0);
+        }
+        if let Some(p) = timings.prompt_ms {
+            prompt_ms.push(p);
+        }
+        if let Some(p) = timings.predicted_ms {
+            predicted_ms.push(p);
+        }
+        ctx.record(HistoryEntry::new(
+            now.plus(Duration::from_millis(100)),
+            r.value.to_string(),
+            "inconclusive",
+        ));
+        ctx.end_tick(obs);
+    }
+    let wall = sorted(wall);
+    let prompt_ms = sorted(prompt_ms);
+    let predicted_ms = sorted(predicted_ms);
+    let ratio = if prompt_sum > 0 {
+        cached_sum as f64 / prompt_sum as f64
+    } else {
+        f64::NAN
+    };
+    println!(
+        "tactical calls: {} (first, cold: {:.1} ms; {} schema retries)",
+        args.calls, first_wall, retries
+    );
+    println!(
+        "  wall latency (warm calls): p50 {:.1} ms  p95 {:.1} ms",
+        percentile(&wall, 0.5),
+        percentile(&wall, 0.95)
+    );
+    println!(
+        "  host prompt eval: p50 {:.1} ms; generation: p50 {:.1} ms",
+        percentile(&prompt_ms, 0.5),
+        percentile(&predicted_ms, 0.5)
+    );
+    println!(
+        "  prefix-cache hit ratio: {:.3} ({} of {} prompt tokens reused)",
+        ratio, cached_sum, prompt_sum
+    );
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "model", "calls": args.calls, "cold_ms": first_wall,
+            "p50_ms": percentile(&wall, 0.5), "p95_ms": percentile(&wall, 0.95),
+            "prompt_eval_p50_ms": percentile(&prompt_ms, 0.5), "gen_p50_ms": percentile(&predicted_ms, 0.5),
+            "cache_hit_ratio": ratio, "schema_retries": retries,
+        })
+    );
+    Ok(0)
+}
