@@ -4,6 +4,8 @@
 //! Run: `cargo bench -p gamepilot-sensor --bench sensors`. The percentile table is printed first, then
 //! criterion's own estimates.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark: a broken fixture should stop it loudly
+
 use criterion::{black_box, BenchmarkId, Criterion};
 use gamepilot_core::{FrameView, PixelFormat, Point, Rect, Size, TransformChain};
 use gamepilot_sensor::{compile, Atlas, DigitReader, EvalContext, Evaluator, RecognitionCache, Template};

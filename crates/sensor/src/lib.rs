@@ -14,6 +14,8 @@ pub mod ast;
 pub mod check;
 pub mod diag;
 pub mod eval;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod lexer;
 pub mod parser;
 pub mod pixels;

@@ -714,34 +714,8 @@ fn token_soup_never_panics() {
     }
 }
 
-fn fuzz_one(src: &str, img: &Img) {
-    match compile(src) {
-        Ok(p) => {
-            let mut ev = Evaluator::new(p, Size::new(img.w, img.h));
-            let mut cache = RecognitionCache::default();
-            for _ in 0..3 {
-                let mut ctx = EvalContext {
-                    frame: img.view(),
-                    chain: img.chain(),
-                    atlas: &NoTemplates,
-                    recognition: &mut cache,
-                };
-                ev.tick(&mut ctx);
-                let _ = ev.program().compile_expression(src.lines().next().unwrap_or(""));
-            }
-        }
-        Err(e) => {
-            let lines = src.split('\n').count() as u32;
-            assert!(!e.diagnostics().is_empty());
-            for d in e.diagnostics() {
-                assert!(
-                    d.span.line >= 1 && d.span.line <= lines.max(1),
-                    "{d:?} in {src:?}"
-                );
-                let _ = d.render("fuzz", src);
-            }
-        }
-    }
+fn fuzz_one(src: &str, _img: &Img) {
+    crate::fuzzing::exercise(src);
 }
 
 /// Inputs that once broke the parser or checker, kept as regressions (from the fuzz target and the soup).
