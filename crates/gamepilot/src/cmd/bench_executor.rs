@@ -251,10 +251,12 @@ fn latency(
         let ms = match kind {
             Kind::Panic => {
                 signal(&child, Signal::Stop);
+                std::thread::sleep(Duration::from_millis(20));
+                // From the moment the chord is sent (press -> last release).
+                let t0 = Instant::now();
                 t.input.key(&t.x, ctrl, true)?;
                 t.input.key(&t.x, pause, true)?;
                 t.input.sync(&t.x)?;
-                let t0 = Instant::now();
                 let r = t.released_after(t0, Duration::from_secs(2));
                 t.input.key(&t.x, pause, false)?;
                 t.input.key(&t.x, ctrl, false)?;

@@ -1,0 +1,261 @@
+//! Integration tests of `gamepilot act` against the practice game under Xvfb: sustained holds with camera
+//! turns, denied chords, dry run and the foreground guard, asserted on the game's own state and the X
+//! server's key state (XQueryKeymap).
+
+use gamepilot_core::Keysym;
+use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
+use gamepilot_x11::input::XTestInput;
+use serde_json::Value;
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn play(seed: u64) -> ArenaOptions {
+    ArenaOptions {
+        seed,
+        extra_args: vec!["--start-screen".into(), "play".into()],
+        ..Default::default()
+    }
+}
+
+fn script(bed: &TestBed, name: &str, lines: &[&str]) -> std::path::PathBuf {
+    let p = bed.dir.path().join(name);
+    let mut f = std::fs::File::create(&p).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    p
+}
+
+fn act_cmd(bed: &TestBed, window: u32, script: &std::path::Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gamepilot"));
+    c.args([
+        "act",
+        "--display",
+        &bed.display,
+        "--window",
+        &format!("0x{window:x}"),
+        "--actions",
+    ])
+    .arg(script)
+    .args(extra)
+    .stdin(Stdio::null());
+    c
+}
+
+fn lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn events<'a>(v: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    v.iter().filter(|l| l["event"] == kind).collect()
+}
+
+fn count(state: &Value, key: &str, what: &str) -> u64 {
+    state["key_events"][key][what].as_u64().unwrap_or(0)
+}
+
+fn server_holds_nothing(bed: &TestBed) -> bool {
+    bed.x11().unwrap().server_held().unwrap().is_empty()
+}
+
+#[test]
+fn hold_w_while_turning_moves_and_turns_with_one_press_and_one_release() {
+    // FR-ACT-002, FR-ACT-003, FR-ACT-004, ADR-0035 step 4 (event rate proportional to change)
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play(7)).unwrap();
+    let before = arena.state().unwrap();
+    let s = script(
+        &bed,
+        "hold.jsonl",
+        &[
+            r#"{"action":"hold_key","key":"w","duration_ms":1500}"#,
+            r#"{"action":"camera","dx":300,"dy":-40,"duration_ms":400}"#,
+        ],
+    );
+    let out = act_cmd(&bed, arena.window.id, &s, &[]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = lines(&out);
+    assert_eq!(events(&v, "accepted").len(), 2);
+    let state = arena
+        .wait_for(Duration::from_secs(3), |s| count(s, "w", "release") >= 1)
+        .unwrap();
+    assert_eq!(
+        count(&state, "w", "press"),
+        1,
+        "one press, not a stream: {}",
+        state["key_events"]
+    );
+    assert_eq!(count(&state, "w", "release"), 1);
+    let yaw = state["camera"]["yaw_deg"].as_f64().unwrap();
+    assert!(yaw.abs() > 20.0, "the camera turned: yaw {yaw}");
+    assert!(
+        state["camera_motion_events"].as_u64().unwrap() >= 10,
+        "many small relative steps"
+    );
+    let (x0, y0) = (
+        before["player"]["x"].as_f64().unwrap(),
+        before["player"]["y"].as_f64().unwrap(),
+    );
+    let (x1, y1) = (
+        state["player"]["x"].as_f64().unwrap(),
+        state["player"]["y"].as_f64().unwrap(),
+    );
+    let moved = ((x1 - x0).powi(2) + (y1 - y0).powi(2)).sqrt();
+    assert!(moved > 100.0, "the player moved {moved} px");
+    assert_eq!(state["held_keys"].as_array().unwrap().len(), 0);
+    assert!(
+        server_holds_nothing(&bed),
+        "INV-SAFE-002: nothing held after the script"
+    );
+}
+
+#[test]
+fn denied_chord_is_rejected_reported_and_never_seen() {
+    // INV-ACT-003, FR-ACT-006
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play(7)).unwrap();
+    let s = script(
+        &bed,
+        "denied.jsonl",
+        &[
+            r#"{"action":"key","key":"alt+F4"}"#,
+            r#"{"action":"hold_key","key":"d","duration_ms":200}"#,
+        ],
+    );
+    let out = act_cmd(&bed, arena.window.id, &s, &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = lines(&out);
+    let rejected = events(&v, "rejected");
+    assert_eq!(rejected.len(), 1, "{v:?}");
+    assert_eq!(rejected[0]["line"], 1);
+    assert_eq!(rejected[0]["reason"]["kind"], "denied_chord");
+    assert_eq!(
+        events(&v, "accepted").len(),
+        1,
+        "the rest of the script still runs"
+    );
+    let state = arena
+        .wait_for(Duration::from_secs(3), |s| count(s, "d", "release") >= 1)
+        .unwrap();
+    let keys = state["key_events"].as_object().unwrap();
+    assert!(
+        !keys.keys().any(|k| k.contains("F4") || k.contains("Alt")),
+        "the game saw {keys:?}"
+    );
+    // The game is still alive and its window still there.
+    let x = bed.x11().unwrap();
+    assert!(x.window_info(arena.window.id).is_ok());
+}
+
+#[test]
+fn dry_run_runs_the_pipeline_and_delivers_nothing() {
+    // FR-SAFE-006
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play(7)).unwrap();
+    let s = script(
+        &bed,
+        "dry.jsonl",
+        &[
+            r#"{"action":"hold_key","key":"w","duration_ms":400}"#,
+            r#"{"action":"click","x":600,"y":300}"#,
+            r#"{"action":"key","key":"alt+F4"}"#,
+        ],
+    );
+    let out = act_cmd(&bed, arena.window.id, &s, &["--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = lines(&out);
+    assert_eq!(events(&v, "accepted").len(), 2);
+    assert_eq!(events(&v, "rejected").len(), 1, "validation is the same");
+    assert!(
+        events(&v, "held").iter().any(|h| h["keys"][0] == "w"),
+        "the held set is logged"
+    );
+    let done = events(&v, "done")[0];
+    assert_eq!(done["dry_run"], true);
+    assert_eq!(done["delivered"], 0);
+    assert!(done["would_deliver"].as_u64().unwrap() >= 4);
+    std::thread::sleep(Duration::from_millis(200));
+    let state = arena.request_dump().unwrap();
+    assert!(
+        state["key_events"].as_object().unwrap().is_empty(),
+        "{}",
+        state["key_events"]
+    );
+    assert!(
+        state["button_events"].as_object().unwrap().is_empty(),
+        "{}",
+        state["button_events"]
+    );
+    assert_eq!(state["camera_motion_events"], 0);
+}
+
+#[test]
+fn focus_loss_releases_everything_and_sends_nothing_more() {
+    // INV-ACT-001, FR-ACT-001
+    let mut bed = TestBed::start().unwrap();
+    let other = Arena::launch(&mut bed, &play(8)).unwrap();
+    let arena = Arena::launch(&mut bed, &play(7)).unwrap();
+    let s = script(
+        &bed,
+        "focus.jsonl",
+        &[
+            r#"{"action":"hold_key","key":"w","duration_ms":5000}"#,
+            r#"{"action":"camera","dx":600,"dy":0,"duration_ms":4000}"#,
+        ],
+    );
+    let child = act_cmd(&bed, arena.window.id, &s, &[])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    arena
+        .wait_for(Duration::from_secs(5), |s| {
+            s["held_keys"].as_array().is_some_and(|a| !a.is_empty())
+        })
+        .unwrap();
+    let other_before = other.state().unwrap();
+    let x = bed.x11().unwrap();
+    x.activate(other.window.id).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = lines(&out);
+    let cancelled: Vec<_> = events(&v, "report")
+        .into_iter()
+        .filter(|r| r["report"]["reason"] == "focus_lost")
+        .collect();
+    assert_eq!(cancelled.len(), 2, "both actions cancelled on focus loss: {v:?}");
+    assert!(server_holds_nothing(&bed), "released within a tick");
+    let w = XTestInput::new(&x)
+        .unwrap()
+        .locate(Keysym('w' as u32))
+        .unwrap()
+        .keycode;
+    assert!(!x.server_held().unwrap().keycodes.contains(&w));
+    let other_after = other.request_dump().unwrap();
+    let presses: u64 = other_after["key_events"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|c| c["press"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        presses, 0,
+        "no press reached the newly focused window: {}",
+        other_after["key_events"]
+    );
+    assert_eq!(
+        other_after["camera_motion_events"], other_before["camera_motion_events"],
+        "no camera motion reached the other window"
+    );
+    assert_eq!(other_after["held_keys"].as_array().unwrap().len(), 0);
+}
