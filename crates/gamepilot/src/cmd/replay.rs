@@ -1,12 +1,92 @@
-//! `gamepilot replay`: Replay a recording (filled in by issue 7).
+//! `gamepilot replay DIR`: replay a recording through the loop logic and diff the decisions (exit 1 on
+//! divergence). Reads recordings, so only this command and `report` may use `gamepilot_replay` (INV-CTX-002).
+
+use anyhow::Context as _;
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (the surface is defined by issue 7).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// The session folder (holding events.jsonl).
+    pub dir: PathBuf,
+    /// Print every divergence in full (default: the first five).
+    #[arg(long)]
+    pub all: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    super::common::not_yet("replay", 7)
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let rec = gamepilot_replay::Recording::open(&args.dir)
+        .with_context(|| format!("reading the recording in {}", args.dir.display()))?;
+    let out = gamepilot_replay::replay(&rec).context("replaying the recording")?;
+    let s = out.state.verdict_counts();
+    let hist: Vec<(String, u64)> = out
+        .state
+        .histogram()
+        .entries()
+        .into_iter()
+        .map(|(c, n)| (c.as_str().to_string(), n))
+        .collect();
+    if args.json {
+        let v = serde_json::json!({
+            "inputs": out.inputs,
+            "recorded_decisions": out.recorded_decisions,
+            "replayed_decisions": out.decisions.len(),
+            "divergences": out.divergences,
+            "verdicts": {"confirmed": s.confirmed, "refuted": s.refuted, "inconclusive": s.inconclusive},
+            "failures": hist.iter().map(|(k, n)| (k.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+            "stopped": out.state.stopped(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "{}: {} loop inputs, {} recorded decisions, {} replayed",
+            args.dir.display(),
+            out.inputs,
+            out.recorded_decisions,
+            out.decisions.len()
+        );
+        println!(
+            "verdicts: {} confirmed, {} refuted, {} inconclusive",
+            s.confirmed, s.refuted, s.inconclusive
+        );
+        let h: Vec<String> = hist.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("failures: {}", h.join(", "));
+        if let Some(r) = out.state.stopped() {
+            println!("stopped: {}", serde_json::to_value(r)?.as_str().unwrap_or("?"));
+        }
+        let shown = if args.all {
+            out.divergences.len()
+        } else {
+            out.divergences.len().min(5)
+        };
+        for d in &out.divergences[..shown] {
+            println!(
+                "divergence at input seq {} (t = {:.3} s): {}",
+                d.input,
+                d.t_us as f64 / 1e6,
+                d.event
+            );
+            println!("  recorded: {}", serde_json::to_string(&d.recorded)?);
+            println!("  replayed: {}", serde_json::to_string(&d.replayed)?);
+        }
+        if out.divergences.len() > shown {
+            println!(
+                "… {} more divergences (--all shows them)",
+                out.divergences.len() - shown
+            );
+        }
+    }
+    if out.matches() {
+        if !args.json {
+            println!("replay: decisions reproduced");
+        }
+        Ok(0)
+    } else {
+        if !args.json {
+            println!("replay: {} divergences", out.divergences.len());
+        }
+        Ok(1)
+    }
 }

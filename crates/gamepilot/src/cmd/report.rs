@@ -1,12 +1,27 @@
-//! `gamepilot report`: HTML report of a recording (filled in by issue 7).
+//! `gamepilot report DIR [--out report.html]`: a self-contained HTML report of a recording — timeline of
+//! marked frames, actions and verdicts, the failure-attribution histogram (FR-GND-008), tick-timing and
+//! latency plots. Reads recordings, so only this command and `replay` may use `gamepilot_replay` (INV-CTX-002).
+
+use anyhow::Context as _;
+use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (the surface is defined by issue 7).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// The session folder (holding events.jsonl).
+    pub dir: PathBuf,
+    /// Where to write the report (default: DIR/report.html).
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    super::common::not_yet("report", 7)
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let rec = gamepilot_replay::Recording::open(&args.dir)
+        .with_context(|| format!("reading the recording in {}", args.dir.display()))?;
+    // The replay verdict is part of the report; a recording without loop events still gets one.
+    let replay = gamepilot_replay::replay(&rec).ok();
+    let html = gamepilot_replay::render_html(&rec, replay.as_ref());
+    let out = args.out.unwrap_or_else(|| args.dir.join("report.html"));
+    std::fs::write(&out, html).with_context(|| format!("writing {}", out.display()))?;
+    println!("{}", out.display());
+    Ok(0)
 }
