@@ -218,3 +218,30 @@ fn user_input_from_the_nested_device_pauses_and_releases() {
     assert!(x.server_held().unwrap().is_empty());
     game_released(&arena);
 }
+
+#[test]
+fn guardian_death_disarms_the_core() {
+    // FR-SAFE-003: input never stays armed without its guardian
+    use std::io::BufRead as _;
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play()).unwrap();
+    let (mut child, _err, w) = start_holding(&bed, &arena);
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let armed: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(armed["event"], "armed");
+    let guardian = armed["guardian_pid"].as_u64().unwrap() as u32;
+    send_signal(guardian, Signal::Kill);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let rest: Vec<Value> = stdout
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect();
+    assert!(rest.iter().any(|v| v["event"] == "guardian_gone"), "{rest:?}");
+    let x = bed.x11().unwrap();
+    assert!(!agent_holds(&x, w));
+    game_released(&arena);
+}

@@ -149,6 +149,11 @@ impl GuardianHandle {
         self.child.id()
     }
 
+    /// False once the guardian has exited: input must not stay armed without it.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Disarm and let the guardian go (closing its pipe; it releases whatever is left and exits).
     pub fn finish(mut self) {
         self.shm.set_armed(false);
@@ -305,7 +310,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let display = args.target.display.clone();
     let hz = args.limits.hz.clamp(1, 1000);
     // The guardian first: nothing is armed without it (FR-SAFE-003).
-    let guardian = GuardianHandle::spawn(display.as_deref(), &panic, args.limits.stale_ms)?;
+    let mut guardian = GuardianHandle::spawn(display.as_deref(), &panic, args.limits.stale_ms)?;
     let mut sink: Box<dyn InputSink> = if args.dry_run {
         Box::new(DryRunSink::default())
     } else {
@@ -345,6 +350,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         loop {
             ticker.wait();
             let t = now();
+            if !guardian.alive() {
+                emit(json!({"event": "guardian_gone", "message": "the guardian exited; disarming"}));
+                code = 1;
+                return Ok(());
+            }
             let halt = guardian.shm.halt();
             let foreground = match x.is_foreground(win.id) {
                 Ok(f) => f,
