@@ -172,6 +172,16 @@ impl Sim {
     }
 
     fn propose(&mut self, key: &str, target: Option<Target>, settle_ms: u64) -> (ActionId, Vec<Command>) {
+        self.propose_via(key, target, target.map(|_| GroundingPath::Mark), settle_ms)
+    }
+
+    fn propose_via(
+        &mut self,
+        key: &str,
+        target: Option<Target>,
+        path: Option<GroundingPath>,
+        settle_ms: u64,
+    ) -> (ActionId, Vec<Command>) {
         let a = ActionId(self.next_action);
         self.next_action += 1;
         let expected = match target {
@@ -184,7 +194,7 @@ impl Sim {
             action: a,
             key: key.into(),
             target,
-            path: target.map(|_| GroundingPath::Mark),
+            path,
             expected,
             settle_ms: Some(settle_ms),
         });
@@ -192,11 +202,11 @@ impl Sim {
     }
 
     fn evidence(&mut self, a: ActionId, ev: Evidence) -> Vec<Command> {
-        self.ev(Event::Evidence {
-            action: a,
-            evidence: ev,
-            facts: FailureFacts::default(),
-        })
+        self.evidence_with(a, ev, FailureFacts::default())
+    }
+
+    fn evidence_with(&mut self, a: ActionId, ev: Evidence, facts: FailureFacts) -> Vec<Command> {
+        self.ev(Event::Evidence { action: a, evidence: ev, facts })
     }
 
     fn frame(&mut self, shade: u8, marked: bool) {
@@ -474,9 +484,71 @@ fn scenario_deliberation(dir: &Path) {
     s.finish("test end");
 }
 
+/// Grounding paths compete per scene class, and failures of every cause are attributed.
+fn scenario_paths(dir: &Path) {
+    let mut s = Sim::new(dir, LoopConfig { path_min_trials: 1, ..quiet() }, "buy a sword");
+    s.ev(Event::Start { goal: "buy a sword".into() });
+    s.t_us += 1000;
+    let mut p = plan(&[1, 2]);
+    p.subgoals[0].budget = Budget { max_time_ms: None, max_actions: Some(7) };
+    s.ev(Event::DeliberationDone { pass: 1, plan: Some(p) });
+    let facts = |f: fn(&mut FailureFacts)| {
+        let mut x = FailureFacts::default();
+        f(&mut x);
+        x
+    };
+    let point = |x: i32| Some(Target::Point { point: gamepilot_core::Point::new(x, 100) });
+    // the evidence matching the expected change `propose_via` declares for the target
+    let step = |s: &mut Sim, key: &str, target: Option<Target>, path, ok: bool, f: FailureFacts| {
+        let ev = match target {
+            Some(Target::Mark { .. }) => Evidence::ElementChanged { changed: Some(ok) },
+            _ => Evidence::Postcondition { value: Some(ok) },
+        };
+        let t = s.t_us / 1000 + 300;
+        s.at_ms(t);
+        s.observe("menu", t);
+        let (a, c) = s.propose_via(key, target, Some(path), 0);
+        if matches!(c.first(), Some(Command::Execute { .. })) {
+            s.evidence_with(a, ev, f);
+        }
+        a
+    };
+    // mark landed where no element was: grounding
+    step(&mut s, "click 1", mark(1), GroundingPath::Mark, false, facts(|f| f.target_present = Some(false)));
+    step(&mut s, "click 100,100", point(100), GroundingPath::Coordinate, true, FailureFacts::default());
+    // the element reacted, not as expected: action choice
+    step(&mut s, "click 3", mark(3), GroundingPath::Mark, false, facts(|f| f.target_region_changed = Some(true)));
+    step(&mut s, "click 300,100", point(300), GroundingPath::Coordinate, true, FailureFacts::default());
+    // two-stage has not been tried in this scene yet: it is explored
+    s.ev(Event::GroundingRequest {
+        request: 1,
+        scene: "menu".into(),
+        offered: vec![GroundingPath::Mark, GroundingPath::Coordinate, GroundingPath::TwoStage],
+    });
+    // a cutscene started on its own: the game
+    step(&mut s, "click 500,100", point(500), GroundingPath::TwoStage, false, facts(|f| f.unprompted_scene_change = true));
+    // now the rates decide
+    s.ev(Event::GroundingRequest {
+        request: 2,
+        scene: "menu".into(),
+        offered: vec![GroundingPath::Mark, GroundingPath::Coordinate, GroundingPath::TwoStage],
+    });
+    s.ev(Event::GroundingRequest { request: 3, scene: "shop".into(), offered: vec![GroundingPath::Mark, GroundingPath::Coordinate] });
+    // the sensor could not be read well enough: perception
+    step(&mut s, "click 11", mark(11), GroundingPath::Mark, false, facts(|f| f.evidence_undefined = true));
+    // the input never arrived: execution
+    s.t_us += 10_000;
+    let (b, _) = s.propose_via("click 9", mark(9), Some(GroundingPath::Mark), 0);
+    s.ev(Event::ActionFailed { action: b, reason: "focus lost".into() });
+    // the eighth action exceeds subgoal 1's budget of seven: the plan
+    step(&mut s, "click 12", mark(12), GroundingPath::Mark, true, FailureFacts::default());
+    s.finish("test end");
+}
+
 type Scenario = fn(&Path);
 
-const SCENARIOS: [(&str, Scenario); 7] = [
+const SCENARIOS: [(&str, Scenario); 8] = [
+    ("paths", scenario_paths),
     ("suppressed", scenario_suppressed),
     ("stasis", scenario_stasis),
     ("progress", scenario_progress),
@@ -725,6 +797,27 @@ fn reflex_keeps_stepping_a_held_key_during_a_deliberative_pass() {
     assert!(!cmds(&d)
         .iter()
         .any(|c| matches!(c, Command::CancelSubgoal { .. })));
+}
+
+#[test]
+fn grounding_path_follows_rates_and_every_cause_is_attributed() {
+    // FR-GND-004, FR-GND-008 (Replay)
+    let dir = fixture_dir("paths");
+    let d = replayed(&dir);
+    let c = cmds(&d);
+    assert!(c.contains(&&Command::UsePath { request: 1, path: Some(GroundingPath::TwoStage) }));
+    assert!(c.contains(&&Command::UsePath { request: 2, path: Some(GroundingPath::Coordinate) }));
+    assert!(c.contains(&&Command::UsePath { request: 3, path: Some(GroundingPath::Mark) }));
+    let rec = Recording::open(&dir).unwrap();
+    let a = Analysis::of(&rec);
+    for cause in gamepilot_grounding::FailureCause::ALL {
+        assert_eq!(a.histogram.count(cause), 1, "{cause:?}");
+    }
+    let out = replay(&rec).unwrap();
+    assert_eq!(out.state.histogram(), &a.histogram);
+    let stats = out.state.path_stats();
+    assert_eq!(stats.counts("menu", GroundingPath::Coordinate).confirmed, 2);
+    assert_eq!(stats.counts("menu", GroundingPath::Mark).refuted, 3);
 }
 
 #[test]
