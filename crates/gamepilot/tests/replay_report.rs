@@ -38,6 +38,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn replay_reproduces_every_fixture_and_exits_zero() {
     // FR-LOOP-005, FR-LOOP-006, FR-GND-007 (Replay)
     for name in [
+        "paths",
         "suppressed",
         "stasis",
         "progress",
