@@ -81,4 +81,50 @@ mod tests {
         let texts = vec![text("Pay 250 gems?", 400, 300)];
         assert!(check(&texts, None, Rect::new(0, 0, 1280, 720), 160).is_some());
     }
+
+    /// Click at a capture-space point the way a person does (hover, then a held press) through the one
+    /// input component and the transform chain.
+    fn click(x: &gamepilot_x11::X11, win: u32, p: Point) {
+        let input = gamepilot_x11::input::XTestInput::new(x).unwrap();
+        let chain = x.transform_for(win).unwrap();
+        input.motion_to(x, chain.capture_to_screen(p).unwrap()).unwrap();
+        input.sync(x).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        input.button(x, 1, true).unwrap();
+        input.sync(x).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(80));
+        input.button(x, 1, false).unwrap();
+        input.sync(x).unwrap();
+    }
+
+    fn observe_texts(x: &gamepilot_x11::X11, win: u32) -> (Vec<TextItem>, Rect) {
+        use gamepilot_vision::Ocr as _;
+        let mut cap = gamepilot_x11::WindowCapturer::new(x, win).unwrap();
+        let frame = cap.capture(x, gamepilot_core::MonoTime::ZERO).unwrap();
+        let view = frame.view();
+        let mut ocr = gamepilot_ocr::TesseractOcr::new().unwrap();
+        let lines = ocr.recognize(&view, view.bounds()).unwrap();
+        let mut p = gamepilot_vision::Perceiver::new();
+        let obs = p.observe(&view, gamepilot_core::MonoTime::ZERO, gamepilot_vision::FrameClass::Scene, &lines);
+        (obs.texts, view.bounds())
+    }
+
+    #[test]
+    fn the_practice_games_spend_dialogue_holds_a_click_on_yes() {
+        // FR-SAFE-005 on real pixels: the practice game's "Spend 100 gold?" dialogue read by tesseract.
+        let mut bed = gamepilot_testbed::TestBed::start().unwrap();
+        let arena = gamepilot_testbed::Arena::launch(&mut bed, &gamepilot_testbed::ArenaOptions::default()).unwrap();
+        let x = bed.x11().unwrap();
+        let win = arena.window.id;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (menu_texts, bounds) = observe_texts(&x, win);
+        assert_eq!(check(&menu_texts, Some(Point::new(640, 330)), bounds, 220), None, "menu: {menu_texts:?}");
+        click(&x, win, Point::new(640, 550)); // the menu's Shop button
+        arena.wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "confirm").expect("shop dialogue opens");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let (texts, bounds) = observe_texts(&x, win);
+        let m = check(&texts, Some(Point::new(520, 436)), bounds, 220).unwrap_or_else(|| panic!("dialogue not detected in {texts:?}"));
+        assert!(m.pattern == "spend" || m.pattern == "currency amount", "{m:?}");
+        assert_eq!(arena.state().unwrap()["gold"], 250, "nothing was spent");
+    }
 }
