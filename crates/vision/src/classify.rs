@@ -57,10 +57,8 @@ pub struct ClassifierParams {
     pub local_max_fraction: f32,
     /// Histogram distance (0..1) above which a broad change is a scene change.
     pub scene_hist: f32,
-    /// Changed-tile fraction above which a change with a moderate histogram distance is a scene change.
+    /// Changed-tile fraction from which a change that no global shift explains is a scene change.
     pub scene_fraction: f32,
-    /// Histogram distance that, together with `scene_fraction`, makes a scene change.
-    pub scene_hist_broad: f32,
     /// Largest global shift searched, in thumbnail pixels.
     pub max_shift: i32,
 }
@@ -70,12 +68,11 @@ impl Default for ClassifierParams {
         ClassifierParams {
             tiles_x: 16,
             tiles_y: 9,
-            pixel_delta: 24,
-            tile_min_pixels: 1,
+            pixel_delta: 10,
+            tile_min_pixels: 2,
             local_max_fraction: 0.35,
             scene_hist: 0.30,
-            scene_fraction: 0.80,
-            scene_hist_broad: 0.12,
+            scene_fraction: 0.75,
             max_shift: 12,
         }
     }
@@ -143,13 +140,16 @@ pub fn classify(prev: &Thumb, cur: &Thumb, p: &ClassifierParams) -> Result<Class
         let es = shifted_error(prev, cur, dx, dy);
         (es < 0.5 * err0 && es < 6.0).then_some((dx, dy))
     });
-    let class = if changed_fraction <= p.local_max_fraction {
+    let scattered = is_scattered(&changed_tiles, tx, ty);
+    let class = if changed_fraction <= p.local_max_fraction && !scattered {
         FrameClass::Local
+    } else if changed_fraction <= p.local_max_fraction {
+        // Small changes in three or more places across the frame: things moving (a scrolling world
+        // under a fixed HUD), not one local update.
+        FrameClass::Motion
     } else if shift.is_some() {
         FrameClass::Motion
-    } else if hist_distance > p.scene_hist
-        || (changed_fraction >= p.scene_fraction && hist_distance > p.scene_hist_broad)
-    {
+    } else if hist_distance > p.scene_hist || changed_fraction >= p.scene_fraction {
         FrameClass::Scene
     } else {
         FrameClass::Motion
@@ -161,6 +161,40 @@ pub fn classify(prev: &Thumb, cur: &Thumb, p: &ClassifierParams) -> Result<Class
         shift,
         hist_distance,
     })
+}
+
+/// Three or more separate clusters of changed tiles whose extent spans most of the frame.
+fn is_scattered(tiles: &[bool], tx: u32, ty: u32) -> bool {
+    let (tx, ty) = (tx as i32, ty as i32);
+    let mut seen = vec![false; tiles.len()];
+    let mut clusters = 0;
+    let (mut x0, mut y0, mut x1, mut y1) = (tx, ty, -1, -1);
+    for start in 0..tiles.len() {
+        if !tiles[start] || seen[start] {
+            continue;
+        }
+        clusters += 1;
+        let mut stack = vec![start];
+        seen[start] = true;
+        while let Some(i) = stack.pop() {
+            let (x, y) = (i as i32 % tx, i as i32 / tx);
+            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    let (nx, ny) = (x + dx, y + dy);
+                    if nx < 0 || ny < 0 || nx >= tx || ny >= ty {
+                        continue;
+                    }
+                    let j = (ny * tx + nx) as usize;
+                    if tiles[j] && !seen[j] {
+                        seen[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+    }
+    clusters >= 3 && (x1 - x0 + 1) * 10 >= tx * 6 && (y1 - y0 + 1) * 2 >= ty
 }
 
 /// Half the L1 distance between normalised histograms, 0..1.
@@ -289,6 +323,19 @@ mod tests {
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
         assert_eq!(c.class, FrameClass::Local);
         assert!(c.changed_tiles.iter().filter(|&&t| t).count() >= 1);
+    }
+
+    #[test]
+    fn small_changes_scattered_over_the_frame_are_motion() {
+        // FR-PERC-003: sprites moving in several places under a fixed HUD.
+        let a = thumb(160, 90, texture);
+        let moved = |x: u32, y: u32| {
+            let spot = |cx: u32, cy: u32| x.abs_diff(cx) < 3 && y.abs_diff(cy) < 3;
+            if spot(10, 10) || spot(150, 80) || spot(80, 45) { 255 } else { texture(x, y) }
+        };
+        let b = thumb(160, 90, moved);
+        let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
+        assert_eq!(c.class, FrameClass::Motion, "{c:?}");
     }
 
     #[test]

@@ -60,7 +60,7 @@ impl MarkRenderer {
 
     /// Label height in pixels for a frame of this size: legible at 1280×720 and on small windows.
     pub fn label_scale(width: u32, height: u32) -> f32 {
-        (width.max(height) as f32 / 60.0).clamp(13.0, 24.0)
+        (width.max(height) as f32 / 48.0).clamp(14.0, 26.0)
     }
 
     /// Draw marks for `elements` over a copy of `view`.
@@ -196,6 +196,16 @@ fn best_spot(b: &Rect, lw: u32, lh: u32, bounds: &Rect, boxes: &[Rect], placed: 
         (b.x, b.y, 0.6),
         (b.right() as i32 - lw_i, b.bottom() as i32 - lh_i, 0.7),
     ];
+    // A target that can hold its label without losing much of itself carries it in its top-left
+    // corner: unambiguous in dense grids, where an outside label sits between two cells.
+    let roomy = b.w >= lw + 4 && b.h >= lh + 4 && (lw * lh) as u64 * 10 <= b.area() * 3;
+    if roomy {
+        let inside = Rect::new(b.x + 1, b.y + 1, lw, lh);
+        let clear = placed.iter().all(|p| inside.intersection(&p.label_box).is_none());
+        if clear && bounds.contains_rect(&inside) {
+            return inside;
+        }
+    }
     let small = b.w < lw * 3 || b.h < lh * 2;
     let mut best: Option<(f32, Rect)> = None;
     for (x, y, base) in cands {

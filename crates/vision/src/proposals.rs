@@ -94,6 +94,17 @@ pub fn propose(
         c.source != ElementSource::Component
             || !texts.iter().any(|t| overlap_fraction(&c.bbox, &t.bbox) > 0.3)
     });
+    // Shapes inside a recognised text line are its glyphs (a letter's counter, a digit), not targets.
+    cands.retain(|c| {
+        c.source == ElementSource::Component && texts.is_empty()
+            || !texts.iter().any(|t| overlap_fraction(&c.bbox, &t.bbox) > 0.8 && c.bbox.area() * 2 < t.bbox.area())
+    });
+    // A component inside a larger shape is that shape's content (a cell's digit, a button's icon).
+    let shapes: Vec<Rect> = cands.iter().filter(|c| c.source != ElementSource::Component).map(|c| c.bbox).collect();
+    cands.retain(|c| {
+        c.source != ElementSource::Component
+            || !shapes.iter().any(|s| s.area() > c.bbox.area() && overlap_fraction(&c.bbox, s) > 0.8)
+    });
     let text_cands = text_candidates(texts, p);
     cands = attach_labels(cands, text_cands);
     for (t, bbox, score) in atlas.find_all(view) {
@@ -168,7 +179,7 @@ fn attach_labels(mut shapes: Vec<Candidate>, texts: Vec<Candidate>) -> Vec<Candi
         let host = shapes
             .iter_mut()
             .filter(|s| s.source != ElementSource::Component)
-            .filter(|s| overlap_fraction(&t.bbox, &s.bbox) >= 0.8 && s.bbox.area() <= t.bbox.area() * 16)
+            .filter(|s| overlap_fraction(&t.bbox, &s.bbox) >= 0.8 && s.bbox.area() <= t.bbox.area() * 24)
             .min_by_key(|s| s.bbox.area());
         match host {
             Some(s) => {
@@ -314,19 +325,22 @@ fn segment(view: &FrameView<'_>, p: &ProposalParams) -> Vec<Candidate> {
             g.count += 1;
         }
     }
+    // Edge coverage is measured one sample inside the box (when it is large enough), so that
+    // anti-aliased rounded corners do not hide a rectangle.
     for y in 0..h {
         for x in 0..w {
             let g = &mut regions[label[(y * w + x) as usize] as usize];
-            if y == g.y0 {
+            let d = u32::from(g.x1 - g.x0 >= 8 && g.y1 - g.y0 >= 8);
+            if y == g.y0 + d {
                 g.edges[0] += 1;
             }
-            if y == g.y1 {
+            if y + d == g.y1 {
                 g.edges[1] += 1;
             }
-            if x == g.x0 {
+            if x == g.x0 + d {
                 g.edges[2] += 1;
             }
-            if x == g.x1 {
+            if x + d == g.x1 {
                 g.edges[3] += 1;
             }
         }
@@ -378,12 +392,42 @@ fn segment(view: &FrameView<'_>, p: &ProposalParams) -> Vec<Candidate> {
         }
     }
     mark_grids(&mut out);
+    merge_components(out, 2 * f as i32, 96)
+}
+
+/// Fragments of one object (anti-aliased sprites split into several colour regions) join into one
+/// component when their boxes touch and the union stays icon-sized.
+fn merge_components(c: Vec<Candidate>, gap: i32, max_side: u32) -> Vec<Candidate> {
+    let (mut comps, mut out): (Vec<Candidate>, Vec<Candidate>) =
+        c.into_iter().partition(|c| c.source == ElementSource::Component);
+    let mut changed = true;
+    while changed {
+        changed = false;
+        'outer: for i in 0..comps.len() {
+            for j in i + 1..comps.len() {
+                let grown = Rect::new(comps[i].bbox.x - gap, comps[i].bbox.y - gap, comps[i].bbox.w + 2 * gap as u32, comps[i].bbox.h + 2 * gap as u32);
+                if grown.intersection(&comps[j].bbox).is_none() {
+                    continue;
+                }
+                let u = union(&comps[i].bbox, &comps[j].bbox);
+                if u.w > max_side || u.h > max_side {
+                    continue;
+                }
+                comps[i].bbox = u;
+                comps[i].confidence = comps[i].confidence.max(comps[j].confidence);
+                comps.swap_remove(j);
+                changed = true;
+                break 'outer;
+            }
+        }
+    }
+    out.extend(comps);
     out
 }
 
 /// Six or more rectangles of one size become grid cells.
 fn mark_grids(c: &mut [Candidate]) {
-    let key = |r: &Rect| ((r.w + 2) / 4, (r.h + 2) / 4);
+    let key = |r: &Rect| ((r.w + 4) / 8, (r.h + 4) / 8);
     let mut counts: std::collections::HashMap<(u32, u32), usize> = std::collections::HashMap::new();
     for k in c
         .iter()

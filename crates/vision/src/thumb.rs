@@ -21,8 +21,8 @@ pub struct Thumb {
 pub const THUMB_WIDTH: u32 = 160;
 
 impl Thumb {
-    /// Downscale `view` to at most `max_w` pixels wide (keeping the aspect ratio), averaging up to
-    /// 3×3 samples per output pixel. Returns an empty thumb for an empty view.
+    /// Downscale `view` to at most `max_w` pixels wide (keeping the aspect ratio), averaging every
+    /// source pixel of each output pixel's block. Returns an empty thumb for an empty view.
     pub fn from_view(view: &FrameView<'_>, max_w: u32) -> Thumb {
         let (sw, sh) = (view.width, view.height);
         if sw == 0 || sh == 0 || max_w == 0 {
@@ -42,15 +42,14 @@ impl Thumb {
         for ty in 0..h {
             let y0 = (ty as u64 * sh as u64 / h as u64) as u32;
             let y1 = (((ty + 1) as u64 * sh as u64 / h as u64) as u32).max(y0 + 1);
-            let ys = sample_points(y0, y1);
             for tx in 0..w {
                 let x0 = (tx as u64 * sw as u64 / w as u64) as u32;
                 let x1 = (((tx + 1) as u64 * sw as u64 / w as u64) as u32).max(x0 + 1);
-                let xs = sample_points(x0, x1);
                 let (mut r, mut g, mut b, mut n) = (0u32, 0u32, 0u32, 0u32);
-                for &y in ys.iter().flatten() {
+                // Every pixel of the block (a 1-px grid line moving by a few pixels must show).
+                for y in y0..y1 {
                     let row = view.row(y);
-                    for &x in xs.iter().flatten() {
+                    for x in x0..x1 {
                         let i = x as usize * 4;
                         if let Some(p) = row.get(i..i + 4) {
                             r += p[ri] as u32;
@@ -88,17 +87,6 @@ impl Thumb {
 
     pub fn is_empty(&self) -> bool {
         self.width == 0 || self.height == 0
-    }
-}
-
-/// Up to three evenly spread sample coordinates in `[a, b)`.
-#[inline]
-fn sample_points(a: u32, b: u32) -> [Option<u32>; 3] {
-    let n = b - a;
-    match n {
-        0 | 1 => [Some(a), None, None],
-        2 => [Some(a), Some(a + 1), None],
-        _ => [Some(a + n / 6), Some(a + n / 2), Some(a + n - 1 - n / 6)],
     }
 }
 
