@@ -20,6 +20,8 @@ pub enum X11Error {
     WindowGone(u32),
     #[error("window 0x{window:x} is not mapped (minimised or hidden); map it to capture it")]
     Unmapped { window: u32 },
+    #[error("the region {region:?} lies outside the {width}x{height} window")]
+    RegionOutside { region: gamepilot_core::Rect, width: u32, height: u32 },
     #[error("shared memory setup failed: {0}")]
     Shm(String),
     #[error("no keycode produces keysym {0}")]

@@ -11,6 +11,7 @@ pub mod focus;
 pub mod indicator;
 pub mod input;
 pub mod userinput;
+pub mod tracking;
 pub mod windows;
 
 pub use capture::WindowCapturer;
