@@ -2,7 +2,7 @@
 //! frames taken before and after known movements. No model: the view's shift is found by matching the
 //! brightness profiles of the two frames.
 
-use gamepilot_core::FrameView;
+use gamepilot_core::{FrameView, Rect};
 
 /// The measured shift of the view between two frames, in capture pixels (positive: content moved
 /// right/down), with a confidence in 0..1.
@@ -10,7 +10,9 @@ use gamepilot_core::FrameView;
 pub struct Shift {
     pub dx: f32,
     pub dy: f32,
-    pub confidence: f32,
+    /// Confidence of `dx` and of `dy`.
+    pub confidence_x: f32,
+    pub confidence_y: f32,
 }
 
 fn luma(px: [u8; 3]) -> f32 {
@@ -91,8 +93,95 @@ pub fn measure_shift(before: &FrameView<'_>, after: &FrameView<'_>, max_shift: u
     Some(Shift {
         dx,
         dy,
-        confidence: cx.min(cy),
+        confidence_x: cx,
+        confidence_y: cy,
     })
+}
+
+/// The part of a view inside `r` (clamped to the view), as a view of its own.
+pub fn crop<'a>(f: &FrameView<'a>, r: Rect) -> Option<FrameView<'a>> {
+    let r = r.clamped_to(&f.bounds())?;
+    let start = r.y as usize * f.stride + r.x as usize * 4;
+    FrameView::new(r.w, r.h, f.stride, f.format, f.data.get(start..)?)
+}
+
+/// `measure_shift` inside a region (e.g. a compass strip or the horizon) of both frames.
+pub fn measure_shift_in(
+    before: &FrameView<'_>,
+    after: &FrameView<'_>,
+    region: Rect,
+    max_shift: u32,
+) -> Option<Shift> {
+    measure_shift(&crop(before, region)?, &crop(after, region)?, max_shift)
+}
+
+/// The axis a calibration run moves along.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Axis {
+    X,
+    Y,
+}
+
+/// A calibration run: a list of relative moves along one axis. For each move the caller delivers the
+/// movement (as a `camera` action) and hands over the frames from before and after it; the fit of shift
+/// against counts gives pixels per count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibrator {
+    axis: Axis,
+    moves: Vec<i32>,
+    next: usize,
+    region: Rect,
+    max_shift: u32,
+    samples: Vec<Sample>,
+}
+
+impl Calibrator {
+    pub fn new(axis: Axis, moves: Vec<i32>, region: Rect, max_shift: u32) -> Calibrator {
+        Calibrator {
+            axis,
+            moves,
+            next: 0,
+            region,
+            max_shift,
+            samples: Vec::new(),
+        }
+    }
+
+    /// The next relative movement to deliver, as (dx, dy) counts.
+    pub fn next_move(&self) -> Option<(i32, i32)> {
+        let c = *self.moves.get(self.next)?;
+        Some(match self.axis {
+            Axis::X => (c, 0),
+            Axis::Y => (0, c),
+        })
+    }
+
+    /// Record the frames around the current move; returns its sample (or `None` when the frames could not
+    /// be matched confidently, in which case the move is skipped).
+    pub fn observe(&mut self, before: &FrameView<'_>, after: &FrameView<'_>) -> Option<Sample> {
+        let counts = *self.moves.get(self.next)?;
+        self.next += 1;
+        let s = measure_shift_in(before, after, self.region, self.max_shift)?;
+        let (shift_px, conf) = match self.axis {
+            Axis::X => (s.dx, s.confidence_x),
+            Axis::Y => (s.dy, s.confidence_y),
+        };
+        if conf < 0.2 {
+            return None;
+        }
+        let sample = Sample { counts, shift_px };
+        self.samples.push(sample);
+        Some(sample)
+    }
+
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    /// Pixels per count along the run's axis, once at least one sample exists.
+    pub fn result(&self) -> Option<f32> {
+        fit(&self.samples)
+    }
 }
 
 /// One calibration sample: a relative movement of `counts` along an axis and the view shift it caused.
@@ -188,7 +277,7 @@ mod tests {
         let s = measure_shift(&a.view(), &b.view(), 40).unwrap();
         assert!((s.dx + 12.0).abs() < 0.6, "dx {}", s.dx);
         assert!((s.dy - 5.0).abs() < 0.6, "dy {}", s.dy);
-        assert!(s.confidence > 0.5, "confidence {}", s.confidence);
+        assert!(s.confidence_x > 0.5 && s.confidence_y > 0.5, "{s:?}");
         let none = measure_shift(&a.view(), &a.view(), 40).unwrap();
         assert!(none.dx.abs() < 0.5 && none.dy.abs() < 0.5);
     }
@@ -210,6 +299,25 @@ mod tests {
         assert!((c.counts_to_center(100.0, 0.0).0 - 200).abs() <= 2);
         assert!(CameraCalibration::from_samples(&[], &[]).is_none());
         assert!((c.degrees_per_count(90.0, 180) - 0.25).abs() < 0.01);
+    }
+
+    #[test]
+    fn calibrator_runs_its_moves_and_fits() {
+        // ADR-0035: 1 count moves the view 1 px here (content moves opposite to the turn)
+        let mut c = Calibrator::new(Axis::X, vec![10, -6, 15], Rect::new(0, 0, 160, 90), 30);
+        let mut yaw = 0;
+        while let Some((dx, dy)) = c.next_move() {
+            assert_eq!(dy, 0);
+            let (a, b) = (view(yaw, 0), view(yaw + dx, 0));
+            yaw += dx;
+            assert!(c.observe(&a.view(), &b.view()).is_some());
+        }
+        assert_eq!(c.samples().len(), 3);
+        let k = c.result().unwrap();
+        assert!((k + 1.0).abs() < 0.05, "px per count {k}");
+        let small = view(0, 0);
+        let region = crop(&small.view(), Rect::new(150, 80, 50, 50)).unwrap();
+        assert_eq!((region.width, region.height), (10, 10));
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! turns, denied chords, dry run and the foreground guard, asserted on the game's own state and the X
 //! server's key state (XQueryKeymap).
 
-use gamepilot_core::Keysym;
+use gamepilot_core::{Keysym, MonoTime, Rect};
+use gamepilot_executor::calibrate::{Axis, Calibrator};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use gamepilot_x11::input::XTestInput;
+use gamepilot_x11::WindowCapturer;
 use serde_json::Value;
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
@@ -258,4 +260,42 @@ fn focus_loss_releases_everything_and_sends_nothing_more() {
         "no camera motion reached the other window"
     );
     assert_eq!(other_after["held_keys"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn camera_calibration_is_measured_from_the_games_frames() {
+    // ADR-0035 (camera calibration from frames, no model), FR-ACT-004
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play(7)).unwrap();
+    let x = bed.x11().unwrap();
+    let mut cap = WindowCapturer::new(&x, arena.window.id).unwrap();
+    // The game's compass strip along the top of its window scrolls with the view.
+    let region = Rect::new(0, 0, arena.window.geometry.w, 40);
+    let mut cal = Calibrator::new(Axis::X, vec![30, -20, 45], region, 80);
+    let mut total = 0;
+    while let Some((dx, dy)) = cal.next_move() {
+        std::thread::sleep(Duration::from_millis(150));
+        let before = cap.capture(&x, MonoTime::ZERO).unwrap();
+        let line = format!(r#"{{"action":"camera","dx":{dx},"dy":{dy},"duration_ms":300}}"#);
+        let s = script(&bed, "cal.jsonl", &[&line]);
+        let out = act_cmd(&bed, arena.window.id, &s, &[]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        total += dx;
+        std::thread::sleep(Duration::from_millis(250));
+        let after = cap.capture(&x, MonoTime::ZERO).unwrap();
+        assert!(
+            cal.observe(&before.view(), &after.view()).is_some(),
+            "move {dx} not measurable"
+        );
+    }
+    let px_per_count = cal.result().unwrap();
+    // Ground truth from the game: its yaw moved by `total` counts; the strip scrolls opposite to the turn.
+    let yaw = arena.state().unwrap()["camera"]["yaw_deg"].as_f64().unwrap();
+    assert!(yaw > 0.0 && total > 0);
+    let truth = -(yaw * 4.0) / total as f64; // 4 compass px per degree in the practice game
+    assert!(
+        (px_per_count as f64 - truth).abs() < 0.1,
+        "calibrated {px_per_count} px/count, game says {truth} ({:?})",
+        cal.samples()
+    );
 }

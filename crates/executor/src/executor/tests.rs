@@ -717,3 +717,30 @@ fn wait_and_session_budget() {
     );
     let _ = MouseButton::Left;
 }
+
+#[test]
+fn nothing_an_action_carries_reaches_the_limits() {
+    // INV-SAFE-001: limits come from the configuration only; extra fields in model output change nothing
+    let cfg = ExecutorConfig {
+        max_hold: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let mut ex = Executor::new(cfg.clone());
+    let j = r#"{"action":"hold_key","key":"w","duration_ms":900,"max_hold_ms":100000,"denied":[],"max_events_per_s":9999}"#;
+    let e = ex.submit(&intent(j), &ctx(MonoTime::ZERO)).unwrap_err();
+    assert_eq!(
+        e.reason,
+        RejectReason::HoldTooLong {
+            requested_ms: 900,
+            max_ms: 500
+        }
+    );
+    let e = ex
+        .submit(
+            &intent(r#"{"action":"key","key":"alt+F4","denied":[]}"#),
+            &ctx(MonoTime::ZERO),
+        )
+        .unwrap_err();
+    assert!(matches!(e.reason, RejectReason::DeniedChord { .. }));
+    assert_eq!(ex.config(), &cfg);
+}
