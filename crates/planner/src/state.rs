@@ -267,6 +267,11 @@ pub enum Command {
     Stop {
         reason: StopReason,
     },
+    /// Evidence that cannot verify the action's expected change (a wiring error); it was ignored.
+    BadEvidence {
+        action: ActionId,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -488,8 +493,17 @@ impl LoopState {
                 evidence,
                 facts,
             } => {
-                if let Ok(Some(v)) = self.verifier.observe(action, &evidence, now) {
-                    self.on_verdict(now, action, v, facts, &mut out);
+                match self.verifier.observe(action, &evidence, now) {
+                    Ok(Some(v)) => self.on_verdict(now, action, v, facts, &mut out),
+                    Ok(None) => {}
+                    // Late evidence for an action already judged is normal; evidence of the wrong kind
+                    // is a wiring error, reported and otherwise ignored (the check ends inconclusive if
+                    // no usable sample follows, INV-GND-001).
+                    Err(gamepilot_grounding::GroundingError::UnknownAction(_)) => {}
+                    Err(e) => out.push(Command::BadEvidence {
+                        action,
+                        reason: e.to_string(),
+                    }),
                 }
             }
             Event::DeliberationDone { pass, plan } => self.on_pass_done(now, pass, plan, &mut out),

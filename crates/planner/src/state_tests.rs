@@ -1006,3 +1006,26 @@ fn same_events_same_decisions() {
     let back: Vec<Command> = serde_json::from_str(&json).unwrap();
     assert_eq!(a, back);
 }
+
+#[test]
+fn evidence_of_the_wrong_kind_is_reported_not_judged() {
+    // INV-GND-001: a sample that cannot be judged never becomes confirmed or refuted
+    let mut h = H::ready(no_timer());
+    let (a, _) = h.at(100).propose("click 2", mark(2));
+    let c = h.ev(Event::Evidence {
+        action: a,
+        evidence: Evidence::ElementChanged { changed: Some(true) },
+        facts: FailureFacts::default(),
+    });
+    assert!(matches!(c.as_slice(), [Command::BadEvidence { action, .. }] if *action == a));
+    // late evidence for an unknown action is ignored quietly
+    assert!(h.evidence(ActionId(999), Some(true)).is_empty());
+    let c = h.at(400).tick(FrameChange::Local, 0);
+    assert_eq!(
+        c,
+        vec![Command::Verdict {
+            action: a,
+            verdict: Verdict::Inconclusive
+        }]
+    );
+}
