@@ -887,6 +887,19 @@ impl Executor {
                 }
             }
         }
+        // An input that stays held but changed hands (its owner was cancelled and another action wants it)
+        // records its new owner; it was physically held all along, so `since` stays.
+        for (input_, (owner, action)) in &desired {
+            if let Some(h) = self.held.get(input_).copied() {
+                if h.action != *action {
+                    self.held.insert(Held {
+                        owner: *owner,
+                        action: *action,
+                        ..h
+                    });
+                }
+            }
+        }
         for (i, owner, action) in presses {
             if allowance == 0 {
                 out.throttled += 1;

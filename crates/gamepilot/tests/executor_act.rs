@@ -299,3 +299,45 @@ fn camera_calibration_is_measured_from_the_games_frames() {
         cal.samples()
     );
 }
+
+#[test]
+fn bench_executor_reports_every_figure() {
+    // NFR-ACT-001, NFR-SAFE-001, FR-SAFE-003: the benchmark runs end to end on a display
+    let bed = TestBed::start().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+        .args([
+            "bench",
+            "executor",
+            "--display",
+            &bed.display,
+            "--ticks",
+            "2000",
+            "--seconds",
+            "1",
+            "--reps",
+            "1",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for what in [
+        "tick cost",
+        "tick lateness",
+        "panic latency",
+        "crash release latency",
+        "hung-core release",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no {what} line in {text}"));
+        assert!(line.contains("p50"), "{line}");
+    }
+}

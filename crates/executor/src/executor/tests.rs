@@ -744,3 +744,26 @@ fn nothing_an_action_carries_reaches_the_limits() {
     assert!(matches!(e.reason, RejectReason::DeniedChord { .. }));
     assert_eq!(ex.config(), &cfg);
 }
+
+#[test]
+fn an_input_that_changes_hands_records_its_new_owner() {
+    // FR-ACT-007, INV-LOOP-002
+    let mut ex = Executor::new(ExecutorConfig::default());
+    ex.submit(
+        &intent(r#"{"action":"hold_key","key":"w","duration_ms":3000,"subgoal":1}"#),
+        &ctx(MonoTime::ZERO),
+    )
+    .unwrap();
+    let (_, _, t) = run(&mut ex, MonoTime::ZERO, 50);
+    ex.cancel_owner(SubgoalId(1));
+    let id = ex
+        .submit(
+            &intent(r#"{"action":"hold_key","key":"w","duration_ms":3000,"subgoal":2}"#),
+            &ctx(t),
+        )
+        .unwrap();
+    let out = ex.tick(&input(t));
+    assert!(out.events.is_empty(), "w stays held: no release and re-press");
+    let h = ex.held().get(&Input::Key(sym("w"))).copied().unwrap();
+    assert_eq!((h.owner, h.action, h.since), (SubgoalId(2), id, MonoTime::ZERO));
+}

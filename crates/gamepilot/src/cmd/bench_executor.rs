@@ -154,11 +154,19 @@ fn make_target(display: &str) -> anyhow::Result<Target> {
         .map_err(gamepilot_x11::X11Error::from)?;
     x.conn.map_window(win).map_err(gamepilot_x11::X11Error::from)?;
     x.flush()?;
-    std::thread::sleep(Duration::from_millis(200));
-    x.conn
-        .set_input_focus(InputFocus::POINTER_ROOT, win, x11rb::CURRENT_TIME)
-        .map_err(gamepilot_x11::X11Error::from)?;
-    x.conn.flush().map_err(gamepilot_x11::X11Error::from)?;
+    // Focus it (and, under a window manager, activate it) before arming anything.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !x.is_foreground(win).unwrap_or(false) {
+        let _ = x.activate(win);
+        x.conn
+            .set_input_focus(InputFocus::POINTER_ROOT, win, x11rb::CURRENT_TIME)
+            .map_err(gamepilot_x11::X11Error::from)?;
+        x.conn.flush().map_err(gamepilot_x11::X11Error::from)?;
+        if Instant::now() > deadline {
+            anyhow::bail!("the bench window 0x{win:x} never became the foreground window");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let w_code = input.locate(Keysym('w' as u32))?.keycode;
     Ok(Target {
         x,
