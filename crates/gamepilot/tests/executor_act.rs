@@ -341,3 +341,92 @@ fn bench_executor_reports_every_figure() {
         assert!(line.contains("p50"), "{line}");
     }
 }
+
+#[test]
+fn held_record_is_audited_against_the_server() {
+    // INV-ACT-002: what the server holds that the record does not own is logged and released
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play(7)).unwrap();
+    let s = script(
+        &bed,
+        "audit.jsonl",
+        &[r#"{"action":"hold_key","key":"w","duration_ms":2500}"#],
+    );
+    let child = act_cmd(&bed, arena.window.id, &s, &[])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    arena
+        .wait_for(Duration::from_secs(5), |s| {
+            s["held_keys"].as_array().is_some_and(|a| !a.is_empty())
+        })
+        .unwrap();
+    // Another synthetic source holds k behind the executor's back (not a real device, so no pause).
+    let x = bed.x11().unwrap();
+    let input = XTestInput::new(&x).unwrap();
+    let k = input.locate(Keysym('k' as u32)).unwrap().keycode;
+    input.key(&x, k, true).unwrap();
+    input.sync(&x).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = lines(&out);
+    let div = events(&v, "divergence");
+    assert!(!div.is_empty(), "{v:?}");
+    assert!(div[0]["server_only_keycodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c.as_u64() == Some(k as u64)));
+    assert!(
+        !x.server_held().unwrap().keycodes.contains(&k),
+        "the unowned key was released"
+    );
+    assert!(server_holds_nothing(&bed));
+}
+
+#[test]
+fn indicator_is_shown_outside_the_target_while_armed() {
+    // FR-SAFE-007
+    use x11rb::protocol::xproto::ConnectionExt as _;
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play(7)).unwrap();
+    let s = script(
+        &bed,
+        "ind.jsonl",
+        &[r#"{"action":"hold_key","key":"w","duration_ms":1500}"#],
+    );
+    let child = act_cmd(&bed, arena.window.id, &s, &[])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    arena
+        .wait_for(Duration::from_secs(5), |s| {
+            s["held_keys"].as_array().is_some_and(|a| !a.is_empty())
+        })
+        .unwrap();
+    let x = bed.x11().unwrap();
+    let find = || -> Option<(u32, Rect)> {
+        let tree = x.conn.query_tree(x.root).unwrap().reply().unwrap();
+        tree.children.iter().find_map(|w| {
+            (x.window_title(*w) == "gamepilot indicator").then(|| {
+                let g = x.conn.get_geometry(*w).unwrap().reply().unwrap();
+                let attrs = x.conn.get_window_attributes(*w).unwrap().reply().unwrap();
+                assert!(attrs.override_redirect, "always on top, unmanaged");
+                (
+                    *w,
+                    Rect::new(g.x as i32, g.y as i32, g.width as u32, g.height as u32),
+                )
+            })
+        })
+    };
+    let (_, at) = find().expect("an indicator window while armed");
+    let target = x.client_rect(arena.window.id).unwrap();
+    assert!(
+        at.intersection(&target).is_none(),
+        "indicator {at:?} overlaps the target {target:?}"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(find().is_none(), "the indicator goes away when input is disarmed");
+}
