@@ -1,6 +1,6 @@
 //! The tesseract engine: TSV words with boxes and confidences, garbage filtering, lines, and integers.
 
-use crate::prep::{prepare, Prepared};
+use crate::prep::{binarize, prepare, Prepared};
 use crate::OcrError;
 use gamepilot_core::{FrameView, Rect};
 use gamepilot_vision::{Ocr, TextLine, TextWord, VisionError};
@@ -95,7 +95,31 @@ impl TesseractOcr {
         };
         let p = prepare(view, region, self.scale, 8, None);
         let words = self.run(&p, psm, None)?;
-        Ok(self.to_lines(&p, words))
+        let mut lines = self.to_lines(&p, words);
+        if large {
+            // Game screens mix light-on-dark HUDs, dimmed overlays and dark-on-light panels: two more
+            // passes over adaptively binarised images of both polarities add the lines the plain pass
+            // could not see.
+            for invert in [p.inverted, !p.inverted] {
+                let mut q = prepare(view, region, self.scale, 8, Some(invert));
+                binarize(&mut q, 12 * self.scale, 24);
+                let words = self.run(&q, psm, None)?;
+                for l in self.to_lines(&q, words) {
+                    let clash = lines.iter().any(|k| {
+                        k.bbox.iou(&l.bbox) > 0.2
+                            || k.bbox
+                                .intersection(&l.bbox)
+                                .map(|i| i.area() * 2 > l.bbox.area().min(k.bbox.area()))
+                                .unwrap_or(false)
+                    });
+                    if !clash {
+                        lines.push(l);
+                    }
+                }
+            }
+            lines.sort_by_key(|l| (l.bbox.y / 8, l.bbox.x));
+        }
+        Ok(lines)
     }
 
     fn to_lines(&self, p: &Prepared, words: Vec<RawWord>) -> Vec<TextLine> {

@@ -11,7 +11,7 @@ mod prep;
 mod worker;
 
 pub use engine::{parse_integer, read_integer, TesseractOcr};
-pub use prep::{region_hash, Prepared};
+pub use prep::{binarize, prepare, region_hash, Prepared};
 pub use worker::{OcrWorker, WorkerStats};
 
 /// The ocr crate's one error enum.

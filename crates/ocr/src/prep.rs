@@ -97,6 +97,39 @@ pub fn prepare(
     }
 }
 
+/// Adaptive binarisation: a pixel is ink when it is clearly darker than the mean of its
+/// `(2r+1)²` neighbourhood. Dim text on a dimmed overlay survives, which one global threshold loses.
+pub fn binarize(p: &mut Prepared, r: u32, min_diff: u8) {
+    let (w, h) = (p.width as usize, p.height as usize);
+    if w == 0 || h == 0 {
+        return;
+    }
+    let mut integral = vec![0u32; (w + 1) * (h + 1)];
+    for y in 0..h {
+        let mut row = 0u32;
+        for x in 0..w {
+            row += p.gray[y * w + x] as u32;
+            integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1] + row;
+        }
+    }
+    let r = r as usize;
+    let mut out = vec![255u8; w * h];
+    for y in 0..h {
+        let (y0, y1) = (y.saturating_sub(r), (y + r + 1).min(h));
+        for x in 0..w {
+            let (x0, x1) = (x.saturating_sub(r), (x + r + 1).min(w));
+            let sum = integral[y1 * (w + 1) + x1] + integral[y0 * (w + 1) + x0]
+                - integral[y0 * (w + 1) + x1]
+                - integral[y1 * (w + 1) + x0];
+            let mean = sum / ((y1 - y0) * (x1 - x0)) as u32;
+            if p.gray[y * w + x] as u32 + min_diff as u32 <= mean {
+                out[y * w + x] = 0;
+            }
+        }
+    }
+    p.gray = out;
+}
+
 fn border_median(g: &[u8], w: u32, h: u32) -> u8 {
     if w == 0 || h == 0 {
         return 255;
