@@ -26,16 +26,27 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecordingError + '_ {
     }
 }
 
-/// FNV-1a over the pixel rows (RGB only), to tell whether a frame changed.
+/// A fast 64-bit hash of the pixel rows (colour bytes only; the padding byte of `Bgrx` is ignored), to tell
+/// whether a frame changed. Two pixels per step, multiply-rotate mixing.
 fn frame_hash(v: &FrameView<'_>) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    h ^= (v.width as u64) << 32 | v.height as u64;
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mask: u64 = match v.format {
+        gamepilot_core::PixelFormat::Bgrx => 0x00ff_ffff_00ff_ffff,
+        gamepilot_core::PixelFormat::Rgba => 0xffff_ffff_ffff_ffff,
+    };
+    let mut h: u64 = (v.width as u64) << 32 | v.height as u64;
     for y in 0..v.height {
-        for px in v.row(y).chunks_exact(4) {
-            for b in &px[..3] {
-                h ^= *b as u64;
-                h = h.wrapping_mul(0x0100_0000_01b3);
+        let row = v.row(y);
+        let mut chunks = row.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) & mask;
+            h = (h ^ w).wrapping_mul(K).rotate_left(29);
+        }
+        for (i, b) in chunks.remainder().iter().enumerate() {
+            if i % 4 == 3 && mask != u64::MAX {
+                continue;
             }
+            h = (h ^ *b as u64).wrapping_mul(K).rotate_left(29);
         }
     }
     h
@@ -311,6 +322,20 @@ mod tests {
         }
         let png = image::open(out.join("frames/000003.png")).unwrap().to_rgba8();
         assert_eq!(png.get_pixel(0, 0).0, [10, 10, 200, 255]); // Bgrx → RGBA
+    }
+
+    #[test]
+    fn frame_hash_ignores_bgrx_padding_but_not_colour() {
+        // decisions.md Recordings (frames on change)
+        let a = vec![7u8; 3 * 2 * 4];
+        let mut pad = a.clone();
+        pad[3] = 99;
+        pad[23] = 1;
+        let mut col = a.clone();
+        col[22] = 8;
+        let h = |d: &[u8]| frame_hash(&FrameView::new(3, 2, 12, PixelFormat::Bgrx, d).unwrap());
+        assert_eq!(h(&a), h(&pad));
+        assert_ne!(h(&a), h(&col));
     }
 
     #[test]
