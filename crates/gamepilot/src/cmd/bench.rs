@@ -15,6 +15,8 @@ pub enum Topic {
     Capture(super::capture::BenchArgs),
     /// Executor tick cost, reflex tick lateness, panic and crash-release latency.
     Executor(super::bench_executor::BenchArgs),
+    /// Perception: thumbnail/region vs full capture, classification, proposals, region vs full-frame OCR.
+    Perception(super::bench_perception::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -22,5 +24,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Topic::Model(a) => super::bench_model::bench(a),
         Topic::Capture(a) => super::capture::bench(a),
         Topic::Executor(a) => super::bench_executor::bench(a),
+        Topic::Perception(a) => super::bench_perception::run(a),
     }
 }

@@ -1,0 +1,122 @@
+//! `gamepilot bench perception --window W`: perception costs per frame with the obvious alternative
+//! measured in the same run — thumbnail (RENDER-scaled) and sensor-region capture vs full-frame
+//! Composite+SHM vs plain GetImage (NFR-PERC-002); classification per frame (NFR-PERC-001); OCR of one
+//! region vs full-frame tesseract (FR-PERC-004); proposals per frame (FR-PERC-005).
+
+use super::common::{now, WindowArgs};
+use gamepilot_core::Rect;
+use gamepilot_ocr::TesseractOcr;
+use gamepilot_vision::{classify, propose, Atlas, ClassifierParams, ProposalParams, Thumb};
+use gamepilot_x11::WindowCapturer;
+use std::time::Instant;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub target: WindowArgs,
+    /// Frames per capture/classification method.
+    #[arg(long, default_value_t = 200)]
+    pub frames: usize,
+    /// OCR runs per method (tesseract is slow; a few suffice).
+    #[arg(long, default_value_t = 5)]
+    pub ocr_runs: usize,
+    /// Thumbnail width for the reflex path.
+    #[arg(long, default_value_t = 320)]
+    pub thumb_width: u16,
+    /// OCR region `x,y,w,h` in client pixels (default: a 240x48 box at the top right, where HUDs live).
+    #[arg(long)]
+    pub region: Option<String>,
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[(((v.len() - 1) as f64) * p).round() as usize]
+}
+
+fn line(name: &str, v: &mut [f64]) {
+    let (p50, p99) = (pct(v, 0.5), pct(v, 0.99));
+    println!("  {name:<44} p50 {p50:>9.3} ms   p99 {p99:>9.3} ms");
+}
+
+fn time<T>(n: usize, mut f: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result<Vec<f64>> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(v)
+}
+
+fn parse_region(s: &str) -> anyhow::Result<Rect> {
+    let p: Vec<i64> = s.split(',').map(|x| x.trim().parse::<i64>()).collect::<Result<_, _>>()?;
+    anyhow::ensure!(p.len() == 4 && p[2] > 0 && p[3] > 0, "region must be x,y,w,h with positive w,h");
+    Ok(Rect::new(p[0] as i32, p[1] as i32, p[2] as u32, p[3] as u32))
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let (x, w) = args.target.resolve()?;
+    let mut cap = WindowCapturer::new(&x, w.id)?;
+    let full = cap.capture(&x, now())?;
+    let (fw, fh) = (full.width, full.height);
+    let region = match &args.region {
+        Some(s) => parse_region(s)?,
+        None => Rect::new(fw.saturating_sub(250) as i32, 10.min(fh as i32), 240.min(fw), 48.min(fh)),
+    };
+    let n = args.frames.max(1);
+    println!("perception bench: window 0x{:x} {fw}x{fh}, {n} frames per capture method", w.id);
+    println!("capture (NFR-PERC-002: the reflex tick reads the thumbnail and sensor regions only)");
+    let mut thumb = time(n, || Ok(cap.capture_thumbnail(&x, args.thumb_width, now())?))?;
+    let t = cap.capture_thumbnail(&x, args.thumb_width, now())?;
+    line(&format!("thumbnail {}x{} (RENDER scale + SHM)", t.width, t.height), &mut thumb);
+    if !cap.thumbnail_server_scaled() {
+        println!("  note: RENDER scaling unavailable; the thumbnail fell back to a decimated full read");
+    }
+    let mut reg = time(n, || Ok(cap.capture_region(&x, region, now())?))?;
+    line(&format!("sensor region {}x{} (SHM)", region.w, region.h), &mut reg);
+    let mut shm = time(n, || Ok(cap.capture(&x, now())?))?;
+    line("full frame Composite + SHM (alternative)", &mut shm);
+    let mut plain = time(n, || Ok(cap.capture_plain_getimage(&x, now())?))?;
+    line("full frame plain GetImage (alternative)", &mut plain);
+
+    println!("classification (NFR-PERC-001 budget 0.5 ms per frame)");
+    let frames: Vec<_> = (0..8).map(|_| cap.capture_thumbnail(&x, args.thumb_width, now())).collect::<Result<_, _>>()?;
+    let thumbs: Vec<Thumb> = frames.iter().map(|f| Thumb::from_view(&f.view(), 160)).collect();
+    let params = ClassifierParams::default();
+    let mut i = 0;
+    let mut cls = time(n, || {
+        i += 1;
+        let t = Thumb::from_view(&frames[i % frames.len()].view(), 160);
+        Ok(classify(&thumbs[(i + 1) % thumbs.len()], &t, &params)?)
+    })?;
+    line("thumb (160 wide) + classify, from the capture thumbnail", &mut cls);
+    let mut cls_full = time(n.min(50), || {
+        let t = Thumb::from_view(&full.view(), 160);
+        Ok(classify(&thumbs[0], &t, &params)?)
+    })?;
+    line("thumb + classify from a full frame (alternative)", &mut cls_full);
+
+    println!("proposals (FR-PERC-005)");
+    let atlas = Atlas::default();
+    let pp = ProposalParams::default();
+    let mut prop = time(n.min(50), || Ok(propose(&full.view(), &[], &atlas, &pp)))?;
+    line(&format!("segmentation proposals {fw}x{fh}"), &mut prop);
+
+    println!("OCR (FR-PERC-004), {} runs each", args.ocr_runs.max(1));
+    let mut ocr = TesseractOcr::new()?;
+    let view = full.view();
+    let mut r_ocr = time(args.ocr_runs.max(1), || Ok(ocr.lines(&view, region)?))?;
+    line(&format!("region {}x{} tesseract", region.w, region.h), &mut r_ocr);
+    let mut worker = gamepilot_ocr::OcrWorker::spawn()?;
+    let _ = worker.text(&view, region)?;
+    worker.wait_idle(std::time::Duration::from_secs(20));
+    let mut hit = time(n, || Ok(worker.text(&view, region)?))?;
+    line("region via worker cache hit (unchanged pixels)", &mut hit);
+    let mut f_ocr = time(args.ocr_runs.max(1), || Ok(ocr.lines(&view, view.bounds())?))?;
+    line(&format!("full frame {fw}x{fh} tesseract (alternative)"), &mut f_ocr);
+    cap.close(&x);
+    Ok(0)
+}
