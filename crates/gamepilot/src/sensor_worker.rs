@@ -141,11 +141,11 @@ mod tests {
     use gamepilot_core::{PixelFormat, Point, Size, TransformChain};
     use gamepilot_sensor::{compile, EvalContext, Evaluator, NoTemplates, Value};
 
-    /// Test double: the region's mean red channel, slowly (to show the tick does not wait for it).
-    struct SlowRed;
-    impl DigitReader for SlowRed {
+    /// Test double: waits for the test to open the gate, then reads the region's first red value.
+    struct Gated(std::sync::mpsc::Receiver<()>);
+    impl DigitReader for Gated {
         fn read_integer(&mut self, v: FrameView<'_>, r: Rect, _d: Option<u32>) -> Option<i64> {
-            std::thread::sleep(Duration::from_millis(50));
+            self.0.recv().ok()?;
             Some(v.rgb(r.x as u32, r.y as u32)[0] as i64)
         }
     }
@@ -153,6 +153,7 @@ mod tests {
     #[test]
     fn ticks_do_not_wait_for_the_worker_and_readings_arrive_later() {
         // FR-PERC-008: region_integer never blocks a tick; undefined until the worker has read it.
+        // The reader is held shut while the ticks run: were a tick to wait for it, this test would hang.
         let px = [42u8, 0, 0, 255].repeat(16);
         let view = FrameView::new(4, 4, 16, PixelFormat::Rgba, &px).unwrap();
         let chain = TransformChain::new(Point::new(0, 0), Size::new(4, 4));
@@ -161,8 +162,8 @@ mod tests {
             Size::new(4, 4),
         );
         let mut cache = RecognitionCache::default();
-        let mut w = SensorWorker::spawn(|| Ok(SlowRed)).unwrap();
-        let t = Instant::now();
+        let (gate, shut) = channel();
+        let mut w = SensorWorker::spawn(move || Ok(Gated(shut))).unwrap();
         let mut ctx = EvalContext {
             frame: view,
             chain,
@@ -172,17 +173,24 @@ mod tests {
         assert_eq!(ev.tick(&mut ctx), &[Value::Undefined]);
         w.submit(ctx.recognition);
         assert_eq!(w.collect(ctx.recognition), 0);
-        assert!(
-            t.elapsed() < Duration::from_millis(40),
-            "the tick and submit did not wait for the reader"
+        assert_eq!(
+            ev.tick(&mut ctx),
+            &[Value::Undefined],
+            "still unread: undefined, not zero"
         );
-        assert!(w.wait(ctx.recognition, Duration::from_secs(5)));
+        assert_eq!(
+            ctx.recognition.queued(),
+            0,
+            "a pending content is not queued twice"
+        );
+        gate.send(()).unwrap();
+        assert!(w.wait(ctx.recognition, Duration::from_secs(30)));
         assert_eq!(ev.tick(&mut ctx), &[Value::Int(42)]);
     }
 
     #[test]
     fn a_reader_that_cannot_start_is_a_named_error() {
-        let e = SensorWorker::spawn(|| -> anyhow::Result<SlowRed> { anyhow::bail!("no tessdata") })
+        let e = SensorWorker::spawn(|| -> anyhow::Result<Gated> { anyhow::bail!("no tessdata") })
             .err()
             .unwrap();
         assert!(format!("{e:#}").contains("no tessdata"));
