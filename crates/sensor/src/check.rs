@@ -174,9 +174,17 @@ pub fn check_expression(
     };
     em.emit(expr);
     let max_stack = em.max;
+    let filters = prims
+        .iter()
+        .map(|p| match p {
+            Primitive::Fraction(f) => Some(crate::pixels::PixelFilter::new(f)),
+            _ => None,
+        })
+        .collect();
     Some(Expression {
         code,
         prims,
+        filters,
         max_stack,
         sensor_count: n,
         ty,

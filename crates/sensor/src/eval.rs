@@ -33,6 +33,8 @@ pub struct Evaluator {
     prev: Vec<Value>,
     stack: Vec<Value>,
     scratch: Vec<u8>,
+    /// Primitive values of the expression being evaluated (reused; no allocation per call).
+    expr_vals: Vec<Value>,
     ticks: u64,
 }
 
@@ -63,6 +65,7 @@ impl Evaluator {
             prev: vec![Value::Undefined; n],
             stack: Vec::with_capacity(depth),
             scratch: Vec::new(),
+            expr_vals: Vec::new(),
             ticks: 0,
         }
     }
@@ -156,12 +159,9 @@ impl Evaluator {
             return Value::Undefined;
         }
         let consistent = ctx.frame.size() == ctx.chain.capture_size && !self.resized_this_tick;
-        let mut vals = Vec::with_capacity(expr.prims.len());
-        for p in &expr.prims {
-            let filter = match p {
-                Primitive::Fraction(f) => Some(PixelFilter::new(f)),
-                _ => None,
-            };
+        let mut vals = std::mem::take(&mut self.expr_vals);
+        vals.clear();
+        for (p, filter) in expr.prims.iter().zip(&expr.filters) {
             let rect = p.region().map(|r| ctx.chain.rescale_rect_from(r, self.declared));
             vals.push(if consistent {
                 eval_prim(p, filter.as_ref(), rect, ctx, &mut self.scratch)
@@ -169,7 +169,9 @@ impl Evaluator {
                 Value::Undefined
             });
         }
-        run(&expr.code, &vals, &self.cur, &self.prev, &mut self.stack)
+        let v = run(&expr.code, &vals, &self.cur, &self.prev, &mut self.stack);
+        self.expr_vals = vals;
+        v
     }
 
     /// The verdict of a postcondition now: confirmed, refuted, or inconclusive when undefined (INV-GND-001).

@@ -124,6 +124,7 @@ impl Program {
 pub struct Expression {
     pub(crate) code: Vec<Op>,
     pub(crate) prims: Vec<Primitive>,
+    pub(crate) filters: Vec<Option<crate::pixels::PixelFilter>>,
     pub(crate) max_stack: usize,
     pub(crate) sensor_count: usize,
     pub ty: Type,
