@@ -77,9 +77,25 @@ pub struct Analysis {
     pub stop: Option<Mark>,
 }
 
+/// A one-line description of an action payload: `{"action":"key","key":"Up"}` → `key key=Up`.
 fn summary(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Object(m) => {
+            let mut parts: Vec<String> = Vec::new();
+            if let Some(Value::String(kind)) = m.get("action") {
+                parts.push(kind.clone());
+            }
+            for (k, val) in m {
+                if k != "action" {
+                    match val {
+                        Value::String(s) => parts.push(format!("{k}={s}")),
+                        other => parts.push(format!("{k}={other}")),
+                    }
+                }
+            }
+            parts.join(" ")
+        }
         other => other.to_string(),
     }
 }
@@ -106,6 +122,7 @@ impl Analysis {
         let mut event_of: BTreeMap<u64, Event> = BTreeMap::new();
         let mut verdicts: BTreeMap<ActionId, (Verdict, Option<FailureCause>)> = BTreeMap::new();
         let mut rows: Vec<ActionRow> = Vec::new();
+        let mut executed: Vec<ActionRow> = Vec::new();
         for l in &rec.lines {
             a.duration_us = a.duration_us.max(l.t_us);
             match &l.record {
@@ -220,16 +237,14 @@ impl Analysis {
                                 v.1 = Some(cause);
                             }
                         }
-                        Command::Execute { action, subgoal } if !rows.iter().any(|r| r.action == action) => {
-                            rows.push(ActionRow {
-                                t_us: l.t_us,
-                                action,
-                                subgoal: subgoal.0,
-                                summary: proposed.get(&action).cloned().unwrap_or_default(),
-                                verdict: None,
-                                cause: None,
-                            })
-                        }
+                        Command::Execute { action, subgoal } => executed.push(ActionRow {
+                            t_us: l.t_us,
+                            action,
+                            subgoal: subgoal.0,
+                            summary: proposed.get(&action).cloned().unwrap_or_default(),
+                            verdict: None,
+                            cause: None,
+                        }),
                         Command::Stuck { signal } => a.stuck.push(Mark {
                             t_us: l.t_us,
                             label: snake(&signal),
@@ -256,6 +271,13 @@ impl Analysis {
                 _ => {}
             }
         }
+        // Actions without an `action` record (a recording of the loop logic alone) come from the decisions.
+        for e in executed {
+            if !rows.iter().any(|r| r.action == e.action) {
+                rows.push(e);
+            }
+        }
+        rows.sort_by_key(|r| (r.t_us, r.action));
         for r in &mut rows {
             if let Some((v, c)) = verdicts.get(&r.action) {
                 r.verdict = Some(*v);
@@ -315,6 +337,13 @@ pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn payload_summary() {
+        let v = serde_json::json!({"action": "click", "x": 3, "y": 4, "button": "left"});
+        assert_eq!(summary(&v), "click button=left x=3 y=4");
+        assert_eq!(summary(&serde_json::json!("key Up")), "key Up");
+    }
 
     #[test]
     fn percentile_nearest_rank() {

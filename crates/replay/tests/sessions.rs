@@ -640,6 +640,11 @@ fn refuted_grounding_is_suppressed_and_not_retried() {
     let rec = Recording::open(&fixture_dir("suppressed")).unwrap();
     let a = Analysis::of(&rec);
     assert_eq!(a.histogram.count(gamepilot_grounding::FailureCause::Grounding), 1);
+    // one row per executed action (1, 4 and 5), never one per record
+    let ids: Vec<u64> = a.actions.iter().map(|r| r.action.0).collect();
+    assert_eq!(ids, vec![1, 4, 5]);
+    assert_eq!(a.actions[0].verdict, Some(Verdict::Refuted));
+    assert_eq!(a.actions[0].summary, "key key=click 5");
     assert_eq!(a.frames.len(), 2);
 }
 
