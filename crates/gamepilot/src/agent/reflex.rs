@@ -66,6 +66,48 @@ pub struct ReflexSetup {
     pub goal: Option<Expression>,
 }
 
+/// Width of the reflex thumbnail.
+const THUMB_W: u16 = 160;
+
+/// A full-size frame buffer, allocated once, into which only the sensor regions are copied each tick.
+#[derive(Default)]
+struct SparseFrame {
+    size: gamepilot_core::Size,
+    data: Vec<u8>,
+}
+
+impl SparseFrame {
+    fn fill(&mut self, size: gamepilot_core::Size, regions: &[Rect], mut read: impl FnMut(Rect) -> Option<gamepilot_core::Frame>) {
+        if self.size != size {
+            self.size = size;
+            self.data = vec![0; size.w as usize * size.h as usize * 4];
+        }
+        let bounds = Rect::new(0, 0, size.w, size.h);
+        for r in regions {
+            let Some(r) = r.clamped_to(&bounds) else { continue };
+            let Some(f) = read(r) else { continue };
+            let v = f.view();
+            for row in 0..r.h.min(v.height) {
+                let src = v.row(row);
+                let start = ((r.y as usize + row as usize) * size.w as usize + r.x as usize) * 4;
+                if let Some(dst) = self.data.get_mut(start..start + src.len()) {
+                    dst.copy_from_slice(src);
+                }
+            }
+        }
+    }
+
+    fn view(&self) -> Option<gamepilot_core::FrameView<'_>> {
+        gamepilot_core::FrameView::new(
+            self.size.w,
+            self.size.h,
+            self.size.w as usize * 4,
+            gamepilot_core::PixelFormat::Bgrx,
+            &self.data,
+        )
+    }
+}
+
 struct WatchState {
     tag: u64,
     region: Option<Rect>,
@@ -129,6 +171,7 @@ pub fn run(
     let _ = watch.poll()?;
     let mut capturer = WindowCapturer::new(&x, setup.window)?;
     let mut perceiver = Perceiver::new();
+    let mut sparse = SparseFrame::default();
     let mut evaluator = setup.program.clone().map(|p| Evaluator::new(p, setup.declared));
     let mut recognition = RecognitionCache::new(64, 8);
     let (ocr_tx, ocr_results) = spawn_recognition_worker();
@@ -229,8 +272,10 @@ pub fn run(
             audit(sink.as_mut(), ex.held())?;
             last_audit = Instant::now();
         }
-        // Perception of the reflex tick: frame class, sensors, postconditions, change watches.
-        let frame = match capturer.capture(&x, t) {
+        // Perception of the reflex tick without a full-resolution read-back (NFR-PERC-002): a server-scaled
+        // thumbnail for the frame class, signature and change watches, and only the pixel regions that
+        // the declared sensors and postconditions cover, copied into a reused sparse frame.
+        let thumb = match capturer.capture_thumbnail(&x, THUMB_W, t) {
             Ok(f) => f,
             Err(e) if e.is_window_gone() => {
                 send(FromReflex::WindowGone);
@@ -238,16 +283,23 @@ pub fn run(
             }
             Err(_) => continue,
         };
-        let view = frame.view();
-        let class = perceiver.classify_thumb(Thumb::from_view(&view, 160)).class;
+        let view = thumb.view();
+        let full_size = chain.map(|c| c.client_size).unwrap_or(gamepilot_core::Size::new(view.width, view.height));
+        let class = perceiver.classify_thumb(Thumb::from_view(&view, THUMB_W as u32)).class;
         let signature = region_hash(&view, None);
         let mut sensors = Vec::new();
         let mut goal_met = None;
         let mut sub = None;
         if let (Some(ev), Some(chain)) = (evaluator.as_mut(), chain) {
+            let mut regions: Vec<Rect> = (0..ev.program().primitives().len()).filter_map(|k| ev.region_of(k)).collect();
+            for e in setup.goal.iter().chain(subgoal.as_ref().map(|(_, e)| e)) {
+                regions.extend(e.primitives().iter().filter_map(|p| p.region()).map(|r| chain.rescale_rect_from(r, setup.declared)));
+            }
+            sparse.fill(full_size, &regions, |r| capturer.capture_region(&x, r, t).ok());
+            let Some(sview) = sparse.view() else { continue };
             let mut ectx = gamepilot_sensor::EvalContext {
-                frame: view,
-                chain: chain.with_capture_size(view.size()),
+                frame: sview,
+                chain,
                 atlas: &NoTemplates,
                 recognition: &mut recognition,
             };
@@ -270,13 +322,23 @@ pub fn run(
                 recognition.fulfil(key, reading);
             }
         }
+        let to_thumb = |r: Rect| -> Rect {
+            let sx = view.width as f64 / full_size.w.max(1) as f64;
+            let sy = view.height as f64 / full_size.h.max(1) as f64;
+            Rect::new(
+                (r.x as f64 * sx) as i32,
+                (r.y as f64 * sy) as i32,
+                ((r.w as f64 * sx).ceil() as u32).max(1),
+                ((r.h as f64 * sy).ceil() as u32).max(1),
+            )
+        };
         for w in watches.iter_mut() {
             if w.before == 0 {
-                w.before = region_hash(&view, w.region) | 1;
+                w.before = region_hash(&view, w.region.map(to_thumb)) | 1;
                 continue;
             }
             if w.last_sample.elapsed() >= Duration::from_millis(100) || Instant::now() >= w.until {
-                let changed = (region_hash(&view, w.region) | 1) != w.before;
+                let changed = (region_hash(&view, w.region.map(to_thumb)) | 1) != w.before;
                 send(FromReflex::Evidence { tag: w.tag, changed: Some(changed) });
                 w.last_sample = Instant::now();
             }
