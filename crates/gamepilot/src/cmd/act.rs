@@ -477,6 +477,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // Every exit path releases everything (FR-ACT-001).
     let out = ex.stop(gamepilot_executor::CancelReason::Halted);
     let _ = deliver(sink.as_mut(), &out);
+    // A round trip on the sink's connection: the server has processed every release before we go on, and
+    // anything the record does not own is released too (INV-ACT-002 on the release path).
+    let _ = audit(sink.as_mut(), ex.held());
     publish(&guardian.shm, ex.held());
     if !out.events.is_empty() {
         emit(held_json(ex.held()));
