@@ -99,6 +99,19 @@ fn check_reports_every_error_with_caret_and_hint() {
     assert_eq!(err.matches("= hint: ").count(), 5, "{err}");
     assert!(err.contains("bad.sensors: 5 errors"), "{err}");
 
+    // The same errors as JSON, each with line, column, code-kind, message and hint.
+    let o = gamepilot(&["sensor", "check", "--json", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(text(&o).0.trim()).unwrap();
+    let errs = v["errors"].as_array().unwrap();
+    assert_eq!(errs.len(), 5);
+    assert_eq!(errs[0]["kind"], "bad_name");
+    assert_eq!(
+        (errs[1]["span"]["line"].as_u64(), errs[1]["span"]["col"].as_u64()),
+        (Some(2), Some(6))
+    );
+    assert!(errs.iter().all(|e| !e["hint"].as_str().unwrap().is_empty()));
+
     let ok = dir.path().join("ok.sensors");
     std::fs::write(&ok, SENSORS).unwrap();
     let o = gamepilot(&["sensor", "check", ok.to_str().unwrap()]);
@@ -242,4 +255,17 @@ fn eval_refuses_a_broken_file_and_mismatched_frames() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).1.contains("same capture"), "{}", text(&o).1);
+    // A malformed --template is a named error, not a panic.
+    let o = gamepilot(&[
+        "sensor",
+        "eval",
+        "--image",
+        f1.to_str().unwrap(),
+        "--sensors",
+        ok.to_str().unwrap(),
+        "--template",
+        "pause=nowhere",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("NAME=FILE.png@X,Y"), "{}", text(&o).1);
 }
