@@ -2,6 +2,9 @@
 //! turns, denied chords, dry run and the foreground guard, asserted on the game's own state and the X
 //! server's key state (XQueryKeymap).
 
+// Test helpers outside #[test] functions may unwrap too: this whole file is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use gamepilot_core::{Keysym, MonoTime, Rect};
 use gamepilot_executor::calibrate::{Axis, Calibrator};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};

@@ -2,6 +2,9 @@
 //! (stale heartbeat → guardian release), panic chord from a second device while the core is stopped, and
 //! real user input (the nested Xephyr's own devices) pausing the agent.
 
+// Test helpers outside #[test] functions may unwrap too: this whole file is test code.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use gamepilot_core::Keysym;
 use gamepilot_guardian::{send_signal, Signal};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
