@@ -290,6 +290,32 @@ struct Pass {
     started: MonoTime,
 }
 
+/// How many recent stuck signals the status keeps.
+const STUCK_LOG_LEN: usize = 8;
+
+/// What the terminal status view shows of the loop logic (plan and subgoal, verdict counts, stuck signals,
+/// the ladder's rung).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoopStatus {
+    pub plan: Option<PlanId>,
+    pub subgoals: usize,
+    pub subgoal: Option<SubgoalId>,
+    pub subgoal_description: Option<String>,
+    pub subgoal_actions: u32,
+    pub deliberating: Option<u64>,
+    pub rung: Option<Rung>,
+    pub verdicts: VerdictCounts,
+    pub failures: FailureHistogram,
+    /// Refutations since the last confirmation (FR-GND-007's no-progress counter).
+    pub refuted_run: u32,
+    /// The most recent stuck signals with when they fired.
+    pub recent_stuck: Vec<(MonoTime, StuckSignal)>,
+    pub suppressed: usize,
+    pub pending_verifications: usize,
+    pub actions_executed: u64,
+    pub stopped: Option<StopReason>,
+}
+
 /// Verdict counts for the status view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct VerdictCounts {
@@ -326,6 +352,8 @@ pub struct LoopState {
     in_flight: BTreeMap<ActionId, InFlight>,
     actions_executed: u64,
     stopped: Option<StopReason>,
+    #[serde(default)]
+    stuck_log: Vec<(MonoTime, StuckSignal)>,
 }
 
 impl LoopState {
@@ -356,6 +384,7 @@ impl LoopState {
             in_flight: BTreeMap::new(),
             actions_executed: 0,
             stopped: None,
+            stuck_log: Vec::new(),
         }
     }
 
@@ -396,6 +425,28 @@ impl LoopState {
     pub fn actions_executed(&self) -> u64 {
         self.actions_executed
     }
+    /// A snapshot for the terminal status view.
+    pub fn status(&self) -> LoopStatus {
+        let active = self.plan.as_ref().and_then(|p| p.active());
+        LoopStatus {
+            plan: self.plan.as_ref().map(|p| p.id),
+            subgoals: self.plan.as_ref().map(|p| p.subgoals.len()).unwrap_or(0),
+            subgoal: active.map(|s| s.spec.id),
+            subgoal_description: active.map(|s| s.spec.description.clone()),
+            subgoal_actions: active.map(|s| s.actions).unwrap_or(0),
+            deliberating: self.deliberating.map(|p| p.pass),
+            rung: self.ladder.current(),
+            verdicts: self.verdicts,
+            failures: self.histogram,
+            refuted_run: self.detectors.refuted_run(),
+            recent_stuck: self.stuck_log.clone(),
+            suppressed: self.suppressor.active(self.tactical_tick).len(),
+            pending_verifications: self.verifier.pending().len(),
+            actions_executed: self.actions_executed,
+            stopped: self.stopped,
+        }
+    }
+
     pub fn is_suppressed(&self, target: &Target) -> bool {
         self.suppressor.is_suppressed(target, self.tactical_tick)
     }
@@ -709,6 +760,10 @@ impl LoopState {
         }
         for signal in &fired {
             out.push(Command::Stuck { signal: *signal });
+            if self.stuck_log.len() == STUCK_LOG_LEN {
+                self.stuck_log.remove(0);
+            }
+            self.stuck_log.push((now, *signal));
         }
         // One escalation per batch of signals: several detectors agreeing is one failure, not several.
         self.climb(now, true, out);

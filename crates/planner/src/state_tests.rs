@@ -1029,3 +1029,26 @@ fn evidence_of_the_wrong_kind_is_reported_not_judged() {
         }]
     );
 }
+
+#[test]
+fn status_snapshot_reports_plan_ladder_and_signals() {
+    // FR-LOOP-005, FR-LOOP-006 (visible to the user), FR-GND-008
+    let mut h = H::ready(LoopConfig {
+        signals: SignalConfig {
+            stasis_ms: 500,
+            ..Default::default()
+        },
+        ..no_timer()
+    });
+    let st = h.s.status();
+    assert_eq!(st.plan, Some(PlanId(1)));
+    assert_eq!(st.subgoal, Some(SubgoalId(1)));
+    assert_eq!(st.subgoal_description.as_deref(), Some("subgoal 1"));
+    assert_eq!(st.rung, None);
+    stall(&mut h);
+    let st = h.s.status();
+    assert_eq!(st.rung, Some(Rung::Retry));
+    assert_eq!(st.recent_stuck.len(), 1);
+    assert_eq!(st.recent_stuck[0].1, StuckSignal::PerceptualStasis);
+    assert_eq!(st.deliberating, Some(2));
+}
