@@ -30,6 +30,8 @@ struct NameInfo {
     shape: Option<Type>,
     /// Type after checking (for current-value references to earlier sensors); `None` = broken, stay quiet.
     checked: Option<Type>,
+    /// Defined only through references that lead back to itself (`a = @a`): it can never have a value.
+    alias_cycle: bool,
 }
 
 struct Checker<'d> {
@@ -78,11 +80,13 @@ pub fn check_decls(decls: &[Decl], src: &str, diags: &mut Vec<Diagnostic>) -> Op
     let names = decls
         .iter()
         .zip(&shapes)
-        .map(|(d, s)| NameInfo {
+        .enumerate()
+        .map(|(i, (d, s))| NameInfo {
             name: d.name.clone(),
             line: d.line,
             shape: *s,
             checked: None,
+            alias_cycle: alias_cycle(i, decls, &first),
         })
         .collect();
     let mut ck = Checker {
@@ -141,6 +145,7 @@ pub fn check_expression(
             line: s.line,
             shape: Some(s.ty),
             checked: Some(s.ty),
+            alias_cycle: false,
         })
         .collect();
     let first = names
@@ -248,6 +253,24 @@ fn collect_refs(e: &Expr, first: &HashMap<String, usize>, out: &mut Vec<usize>) 
     }
 }
 
+/// Whether declaration `i` is only a chain of bare references (`a = @b`, `b = a`, ...) back to itself.
+fn alias_cycle(i: usize, decls: &[Decl], first: &HashMap<String, usize>) -> bool {
+    let mut seen = vec![false; decls.len()];
+    let mut k = i;
+    loop {
+        if std::mem::replace(&mut seen[k], true) {
+            return k == i;
+        }
+        match decls[k].expr.as_ref().map(|e| &e.kind) {
+            Some(ExprKind::Name(n) | ExprKind::Prev(n)) => match first.get(n) {
+                Some(&j) => k = j,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+}
+
 /// The type a declaration would have, judged by the shape of its expression.
 fn shape(i: usize, decls: &[Decl], first: &HashMap<String, usize>, visiting: &mut [bool]) -> Option<Type> {
     if visiting[i] {
@@ -323,6 +346,15 @@ impl Checker<'_> {
             }
             ExprKind::Name(n) => self.name_ref(n, e.span),
             ExprKind::Prev(n) => match self.first.get(n) {
+                Some(&j) if self.names[j].alias_cycle => {
+                    self.push(
+                        DiagKind::Cycle,
+                        e.span,
+                        format!("`@{n}` never has a value: `{n}` is defined only through references back to itself"),
+                        format!("define `{n}` from a primitive, a literal or a comparison"),
+                    );
+                    None
+                }
                 Some(&j) => self.names[j].shape,
                 None => {
                     self.unknown_name(n, e.span);

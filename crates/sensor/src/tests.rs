@@ -134,6 +134,11 @@ fn unknown_later_declared_and_cyclic_names() {
     let d = one("a = b\nb = c\nc = a");
     assert_eq!((d.kind, d.span.line), (DiagKind::Cycle, 1));
     assert!(d.message.contains("a → b → c → a"), "{}", d.message);
+    // Only previous values of itself: never a value, so an error rather than a sensor stuck at undefined.
+    let d = one("a = @a");
+    assert_eq!((d.kind, d.span), (DiagKind::Cycle, Span::new(1, 5, 2)));
+    assert_eq!(check("a = @b\nb = @a").len(), 2);
+    assert!(check("a = @a or true").is_empty(), "a real use of @a");
 }
 
 #[test]
