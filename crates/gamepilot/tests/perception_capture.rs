@@ -2,6 +2,7 @@
 //! capture matches the game's own frame dump (FR-PERC-001), the reflex thumbnail and sensor regions
 //! agree with the full frame (NFR-PERC-002), window moves rebuild the transform chain (FR-PERC-002),
 //! and an unmapped or minimised window is reported as an unsupported mode (FR-PERC-009).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gamepilot_core::{Frame, MonoTime, Rect};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
@@ -33,7 +34,11 @@ fn equal_fraction(a: &Frame, b: &Frame, tol: u8) -> f64 {
 }
 
 fn xdotool(bed: &TestBed, args: &[&str]) {
-    let st = Command::new("xdotool").args(args).env("DISPLAY", &bed.display).status().expect("xdotool installed");
+    let st = Command::new("xdotool")
+        .args(args)
+        .env("DISPLAY", &bed.display)
+        .status()
+        .expect("xdotool installed");
     assert!(st.success(), "xdotool {args:?} failed");
 }
 
@@ -52,12 +57,18 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
     let dump = load_png(&arena.frame_file);
     let eq = equal_fraction(&full, &dump, 2);
     println!("capture vs game dump: {:.4} of pixels equal (±2)", eq);
-    assert!(eq >= 0.995, "capture differs from the game's own frame: only {eq:.4} equal");
+    assert!(
+        eq >= 0.995,
+        "capture differs from the game's own frame: only {eq:.4} equal"
+    );
 
     // NFR-PERC-002: the server-scaled thumbnail looks like the full frame, sampled down.
     let thumb = cap.capture_thumbnail(&x, 320, MonoTime(2)).unwrap();
     assert_eq!((thumb.width, thumb.height), (320, 180));
-    assert!(cap.thumbnail_server_scaled(), "RENDER scaling should be available on Xvfb");
+    assert!(
+        cap.thumbnail_server_scaled(),
+        "RENDER scaling should be available on Xvfb"
+    );
     let (tv, fv) = (thumb.view(), full.view());
     let mut diff = 0u64;
     for y in 0..180 {
@@ -71,12 +82,17 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
                 }
             }
             let t = tv.rgb(x2, y);
-            diff += (0..3).map(|k| (t[k] as i64 - (m[k] / 16) as i64).unsigned_abs()).sum::<u64>();
+            diff += (0..3)
+                .map(|k| (t[k] as i64 - (m[k] / 16) as i64).unsigned_abs())
+                .sum::<u64>();
         }
     }
     let mean = diff as f64 / (320.0 * 180.0 * 3.0);
     println!("thumbnail vs block mean of the full frame: mean |diff| {mean:.2}");
-    assert!(mean < 12.0, "thumbnail does not match the frame (mean diff {mean:.2})");
+    assert!(
+        mean < 12.0,
+        "thumbnail does not match the frame (mean diff {mean:.2})"
+    );
 
     // A sensor region read equals the same rectangle of the full frame.
     let r = Rect::new(1000, 40, 240, 100);
@@ -84,10 +100,15 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
     let full2 = cap.capture(&x, MonoTime(3)).unwrap();
     for y in 0..r.h {
         for x2 in 0..r.w {
-            assert_eq!(reg.view().rgb(x2, y), full2.view().rgb(r.x as u32 + x2, r.y as u32 + y));
+            assert_eq!(
+                reg.view().rgb(x2, y),
+                full2.view().rgb(r.x as u32 + x2, r.y as u32 + y)
+            );
         }
     }
-    assert!(cap.capture_region(&x, Rect::new(1200, 700, 200, 50), MonoTime(3)).is_err());
+    assert!(cap
+        .capture_region(&x, Rect::new(1200, 700, 200, 50), MonoTime(3))
+        .is_err());
 
     // FR-PERC-002: moving the window rebuilds the chain with a new generation before the next action.
     let mut tracker = WindowTracker::open(Some(&bed.display), arena.window.id).unwrap();
@@ -105,7 +126,9 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
     assert!(after.generation > before.generation);
     let real = x.client_rect(arena.window.id).unwrap();
     assert_eq!((after.client_origin.x, after.client_origin.y), (real.x, real.y));
-    let p = after.capture_to_screen(gamepilot_core::Point::new(10, 10)).unwrap();
+    let p = after
+        .capture_to_screen(gamepilot_core::Point::new(10, 10))
+        .unwrap();
     assert_eq!((p.x(), p.y()), (real.x + 10, real.y + 10));
 
     // FR-PERC-009: a minimised window is an unsupported mode, with its own message and fix.
@@ -130,7 +153,9 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
     xdotool(&bed, &["windowmap", &arena.window.id.to_string()]);
     std::thread::sleep(Duration::from_millis(300));
     let mut fresh = FrameHealth::default();
-    let d = fresh.check(&x, arena.window.id, &Ok(black), MonoTime(20)).unwrap();
+    let d = fresh
+        .check(&x, arena.window.id, &Ok(black), MonoTime(20))
+        .unwrap();
     assert_eq!(d.problem, FrameProblem::Transient);
     assert!(!d.unsupported);
     cap.close(&x);

@@ -2,6 +2,7 @@
 //! recall/precision of labelled strings, element recall of labelled clickables and classification
 //! accuracy on labelled pairs, over `corpus/` (practice-game and sgt-puzzles frames labelled by eye).
 //! The thresholds are printed and enforced.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gamepilot_core::{Frame, MonoTime, Rect};
 use gamepilot_ocr::TesseractOcr;
@@ -20,25 +21,39 @@ fn corpus() -> PathBuf {
 
 fn load(name: &str) -> Frame {
     let p = corpus().join("frames").join(name);
-    let img = image::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).to_rgba8();
+    let img = image::open(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .to_rgba8();
     let (w, h) = img.dimensions();
     Frame::from_rgba(w, h, img.into_raw(), MonoTime(0)).unwrap()
 }
 
 /// Lower-case letters and digits only (so "4−" matches "4-", "[0:00] Marked: 0 / 10" matches "0:00 Marked 0/10").
 fn norm(s: &str) -> String {
-    s.chars().filter(|c| c.is_alphanumeric() && c.is_ascii()).flat_map(|c| c.to_lowercase()).collect()
+    s.chars()
+        .filter(|c| c.is_alphanumeric() && c.is_ascii())
+        .flat_map(|c| c.to_lowercase())
+        .collect()
 }
 
 fn rect(v: &Value) -> Rect {
-    let a: Vec<i64> = v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+    let a: Vec<i64> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect();
     Rect::new(a[0] as i32, a[1] as i32, a[2] as u32, a[3] as u32)
 }
 
 fn clickables(f: &Value) -> Vec<(String, Rect)> {
     let mut out: Vec<(String, Rect)> = f["clickables"]
         .as_array()
-        .map(|a| a.iter().map(|c| (c["label"].as_str().unwrap_or("").to_string(), rect(&c["bbox"]))).collect())
+        .map(|a| {
+            a.iter()
+                .map(|c| (c["label"].as_str().unwrap_or("").to_string(), rect(&c["bbox"])))
+                .collect()
+        })
         .unwrap_or_default();
     for g in f["grids"].as_array().into_iter().flatten() {
         let (o, p, c) = (&g["origin"], &g["pitch"], &g["cell"]);
@@ -46,7 +61,15 @@ fn clickables(f: &Value) -> Vec<(String, Rect)> {
             for col in 0..g["cols"].as_i64().unwrap() {
                 let x = o[0].as_i64().unwrap() + col * p[0].as_i64().unwrap();
                 let y = o[1].as_i64().unwrap() + row * p[1].as_i64().unwrap();
-                out.push((format!("cell {col},{row}"), Rect::new(x as i32, y as i32, c[0].as_u64().unwrap() as u32, c[1].as_u64().unwrap() as u32)));
+                out.push((
+                    format!("cell {col},{row}"),
+                    Rect::new(
+                        x as i32,
+                        y as i32,
+                        c[0].as_u64().unwrap() as u32,
+                        c[1].as_u64().unwrap() as u32,
+                    ),
+                ));
             }
         }
     }
@@ -55,9 +78,11 @@ fn clickables(f: &Value) -> Vec<(String, Rect)> {
 
 #[test]
 fn perception_corpus_meets_its_thresholds() {
-    let labels: Value = serde_json::from_str(&std::fs::read_to_string(corpus().join("labels.json")).unwrap()).unwrap();
+    let labels: Value =
+        serde_json::from_str(&std::fs::read_to_string(corpus().join("labels.json")).unwrap()).unwrap();
     let mut ocr = TesseractOcr::new().expect("tesseract-ocr-eng installed");
-    let font = std::fs::read("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf").expect("fonts-dejavu-core installed");
+    let font = std::fs::read("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
+        .expect("fonts-dejavu-core installed");
     let marks = MarkRenderer::from_font_bytes(font).unwrap();
     let (mut t_found, mut t_total, mut l_ok, mut l_total, mut c_hit, mut c_total) = (0, 0, 0, 0, 0, 0);
     let mut frames: Vec<(&String, &Value)> = labels["frames"].as_object().unwrap().iter().collect();
@@ -67,15 +92,27 @@ fn perception_corpus_meets_its_thresholds() {
         let view = frame.view();
         let lines = ocr.recognize(&view, view.bounds()).unwrap();
         // FR-PERC-004: recall of labelled strings.
-        let wanted: Vec<String> = f["texts"].as_array().unwrap().iter().map(|t| norm(t.as_str().unwrap())).collect();
+        let wanted: Vec<String> = f["texts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| norm(t.as_str().unwrap()))
+            .collect();
         let line_norms: Vec<String> = lines.iter().map(|l| norm(&l.text)).collect();
-        let word_norms: Vec<String> = lines.iter().flat_map(|l| l.words.iter().map(|w| norm(&w.text))).collect();
+        let word_norms: Vec<String> = lines
+            .iter()
+            .flat_map(|l| l.words.iter().map(|w| norm(&w.text)))
+            .collect();
         let mut missed = Vec::new();
         for w in &wanted {
             // Short labels (single digits, compass letters) must be a whole word; a clue's operator
             // (keen's "15×" read as "15x") may trail the digits.
             let found = if w.len() <= 2 {
-                word_norms.iter().any(|x| x == w || (w.chars().all(|c| c.is_ascii_digit()) && x.trim_end_matches(|c: char| !c.is_ascii_digit()) == w))
+                word_norms.iter().any(|x| {
+                    x == w
+                        || (w.chars().all(|c| c.is_ascii_digit())
+                            && x.trim_end_matches(|c: char| !c.is_ascii_digit()) == w)
+                })
             } else {
                 line_norms.iter().any(|l| l.contains(w.as_str()))
             };
@@ -93,7 +130,9 @@ fn perception_corpus_meets_its_thresholds() {
                 continue;
             }
             l_total += 1;
-            let ok = wanted.iter().any(|w| !w.is_empty() && (w.contains(l.as_str()) || (w.len() >= 2 && l.contains(w.as_str()))));
+            let ok = wanted.iter().any(|w| {
+                !w.is_empty() && (w.contains(l.as_str()) || (w.len() >= 2 && l.contains(w.as_str())))
+            });
             if ok {
                 l_ok += 1;
             } else {
@@ -106,13 +145,19 @@ fn perception_corpus_meets_its_thresholds() {
         let class = p.classify_view(&view).class;
         let obs = p.observe(&view, MonoTime(0), class, &lines);
         for e in &obs.elements {
-            assert!(view.bounds().contains_rect(&e.bbox), "INV-PERC-001: {e:?} outside {name}");
+            assert!(
+                view.bounds().contains_rect(&e.bbox),
+                "INV-PERC-001: {e:?} outside {name}"
+            );
         }
         let targets = clickables(f);
         let mut unhit = Vec::new();
         for (label, r) in &targets {
             c_total += 1;
-            let hit = obs.elements.iter().any(|e| r.contains(e.bbox.center()) && e.bbox.area() as f64 <= 2.5 * r.area() as f64);
+            let hit = obs
+                .elements
+                .iter()
+                .any(|e| r.contains(e.bbox.center()) && e.bbox.area() as f64 <= 2.5 * r.area() as f64);
             if hit {
                 c_hit += 1;
             } else {
@@ -138,7 +183,10 @@ fn perception_corpus_meets_its_thresholds() {
     let params = ClassifierParams::default();
     let (mut ok, mut total) = (0, 0);
     for pair in labels["pairs"].as_array().unwrap() {
-        let (a, b) = (load(pair["a"].as_str().unwrap()), load(pair["b"].as_str().unwrap()));
+        let (a, b) = (
+            load(pair["a"].as_str().unwrap()),
+            load(pair["b"].as_str().unwrap()),
+        );
         let want = FrameClass::parse(pair["class"].as_str().unwrap()).unwrap();
         let (ta, tb) = (Thumb::from_view(&a.view(), 160), Thumb::from_view(&b.view(), 160));
         let got = classify(&ta, &tb, &params).unwrap().class;
@@ -146,17 +194,37 @@ fn perception_corpus_meets_its_thresholds() {
         if got == want {
             ok += 1;
         } else {
-            println!("pair {} -> {}: labelled {want}, classified {got}", pair["a"], pair["b"]);
+            println!(
+                "pair {} -> {}: labelled {want}, classified {got}",
+                pair["a"], pair["b"]
+            );
         }
     }
     let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    let (rec, prec, el, acc) = (ratio(t_found, t_total), ratio(l_ok, l_total), ratio(c_hit, c_total), ratio(ok, total));
+    let (rec, prec, el, acc) = (
+        ratio(t_found, t_total),
+        ratio(l_ok, l_total),
+        ratio(c_hit, c_total),
+        ratio(ok, total),
+    );
     println!("OCR recall {rec:.3} ({t_found}/{t_total}), threshold {OCR_RECALL_MIN}");
     println!("OCR precision {prec:.3} ({l_ok}/{l_total}), threshold {OCR_PRECISION_MIN}");
     println!("element recall {el:.3} ({c_hit}/{c_total}), threshold {ELEMENT_RECALL_MIN}");
     println!("classification accuracy {acc:.3} ({ok}/{total}), threshold {CLASS_ACCURACY_MIN}");
-    assert!(rec >= OCR_RECALL_MIN, "OCR recall {rec:.3} below {OCR_RECALL_MIN}");
-    assert!(prec >= OCR_PRECISION_MIN, "OCR precision {prec:.3} below {OCR_PRECISION_MIN}");
-    assert!(el >= ELEMENT_RECALL_MIN, "element recall {el:.3} below {ELEMENT_RECALL_MIN}");
-    assert!(acc >= CLASS_ACCURACY_MIN, "classification accuracy {acc:.3} below {CLASS_ACCURACY_MIN}");
+    assert!(
+        rec >= OCR_RECALL_MIN,
+        "OCR recall {rec:.3} below {OCR_RECALL_MIN}"
+    );
+    assert!(
+        prec >= OCR_PRECISION_MIN,
+        "OCR precision {prec:.3} below {OCR_PRECISION_MIN}"
+    );
+    assert!(
+        el >= ELEMENT_RECALL_MIN,
+        "element recall {el:.3} below {ELEMENT_RECALL_MIN}"
+    );
+    assert!(
+        acc >= CLASS_ACCURACY_MIN,
+        "classification accuracy {acc:.3} below {CLASS_ACCURACY_MIN}"
+    );
 }

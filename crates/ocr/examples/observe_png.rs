@@ -25,8 +25,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let obs = p.observe(&view, MonoTime(0), class, &texts);
     let prop_ms = t.elapsed().as_secs_f64() * 1e3;
     std::fs::create_dir_all(out)?;
-    std::fs::write(format!("{out}/observation.json"), serde_json::to_string_pretty(&obs)?)?;
-    let r = MarkRenderer::from_font_bytes(std::fs::read("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")?)?;
+    std::fs::write(
+        format!("{out}/observation.json"),
+        serde_json::to_string_pretty(&obs)?,
+    )?;
+    let r = MarkRenderer::from_font_bytes(std::fs::read(
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf",
+    )?)?;
     let (marks, _) = r.render(&view, &obs.elements);
     marks.save(format!("{out}/marks.png"))?;
     println!("ocr {ocr_ms:.1} ms, proposals {prop_ms:.1} ms");
@@ -34,7 +39,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("text {:?} {:?} {:.2}", t.text, t.bbox, t.confidence);
     }
     for e in &obs.elements {
-        println!("el {} {:?} {:.2} {} {:?}", e.id, e.bbox, e.confidence, e.source.as_str(), e.label);
+        println!(
+            "el {} {:?} {:.2} {} {:?}",
+            e.id,
+            e.bbox,
+            e.confidence,
+            e.source.as_str(),
+            e.label
+        );
     }
     Ok(())
 }

@@ -5,6 +5,8 @@
 //! backgrounds handled by scaling and polarity inversion. [`OcrWorker`] runs it off the reflex thread and
 //! caches results by the region's pixel hash, so only changed regions are recognised again.
 //! [`TesseractOcr::read_integer`] backs the sensor language's `region_integer`.
+// Pixel loops index several buffers by the same coordinate; ranges say that most plainly.
+#![allow(clippy::needless_range_loop)]
 
 mod engine;
 mod prep;

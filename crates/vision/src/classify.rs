@@ -331,7 +331,11 @@ mod tests {
         let a = thumb(160, 90, texture);
         let moved = |x: u32, y: u32| {
             let spot = |cx: u32, cy: u32| x.abs_diff(cx) < 3 && y.abs_diff(cy) < 3;
-            if spot(10, 10) || spot(150, 80) || spot(80, 45) { 255 } else { texture(x, y) }
+            if spot(10, 10) || spot(150, 80) || spot(80, 45) {
+                255
+            } else {
+                texture(x, y)
+            }
         };
         let b = thumb(160, 90, moved);
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();

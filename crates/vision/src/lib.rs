@@ -2,6 +2,8 @@
 //!
 //! Nothing here touches X11, threads, files or the clock: frames come in as `FrameView`s, time as
 //! `MonoTime`, fonts as bytes, and OCR through the [`Ocr`] trait that the `ocr` crate implements.
+// Pixel loops index several buffers by the same coordinate; ranges say that most plainly.
+#![allow(clippy::needless_range_loop)]
 
 pub mod classify;
 pub mod ids;

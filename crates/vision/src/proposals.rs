@@ -97,13 +97,21 @@ pub fn propose(
     // Shapes inside a recognised text line are its glyphs (a letter's counter, a digit), not targets.
     cands.retain(|c| {
         c.source == ElementSource::Component && texts.is_empty()
-            || !texts.iter().any(|t| overlap_fraction(&c.bbox, &t.bbox) > 0.8 && c.bbox.area() * 2 < t.bbox.area())
+            || !texts
+                .iter()
+                .any(|t| overlap_fraction(&c.bbox, &t.bbox) > 0.8 && c.bbox.area() * 2 < t.bbox.area())
     });
     // A component inside a larger shape is that shape's content (a cell's digit, a button's icon).
-    let shapes: Vec<Rect> = cands.iter().filter(|c| c.source != ElementSource::Component).map(|c| c.bbox).collect();
+    let shapes: Vec<Rect> = cands
+        .iter()
+        .filter(|c| c.source != ElementSource::Component)
+        .map(|c| c.bbox)
+        .collect();
     cands.retain(|c| {
         c.source != ElementSource::Component
-            || !shapes.iter().any(|s| s.area() > c.bbox.area() && overlap_fraction(&c.bbox, s) > 0.8)
+            || !shapes
+                .iter()
+                .any(|s| s.area() > c.bbox.area() && overlap_fraction(&c.bbox, s) > 0.8)
     });
     let text_cands = text_candidates(texts, p);
     cands = attach_labels(cands, text_cands);
@@ -405,7 +413,12 @@ fn merge_components(c: Vec<Candidate>, gap: i32, max_side: u32) -> Vec<Candidate
         changed = false;
         'outer: for i in 0..comps.len() {
             for j in i + 1..comps.len() {
-                let grown = Rect::new(comps[i].bbox.x - gap, comps[i].bbox.y - gap, comps[i].bbox.w + 2 * gap as u32, comps[i].bbox.h + 2 * gap as u32);
+                let grown = Rect::new(
+                    comps[i].bbox.x - gap,
+                    comps[i].bbox.y - gap,
+                    comps[i].bbox.w + 2 * gap as u32,
+                    comps[i].bbox.h + 2 * gap as u32,
+                );
                 if grown.intersection(&comps[j].bbox).is_none() {
                     continue;
                 }

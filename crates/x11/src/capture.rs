@@ -75,7 +75,11 @@ impl WindowCapturer {
 
     /// Capture the window's client area at full resolution as a BGRX frame.
     pub fn capture(&mut self, x11: &X11, now: MonoTime) -> Result<Frame, X11Error> {
-        let geo = x11.conn.get_geometry(self.window)?.reply().map_err(|e| gone_or(e, self.window))?;
+        let geo = x11
+            .conn
+            .get_geometry(self.window)?
+            .reply()
+            .map_err(|e| gone_or(e, self.window))?;
         if !x11.is_mapped(self.window)? {
             return Err(X11Error::Unmapped { window: self.window });
         }
@@ -105,15 +109,34 @@ impl WindowCapturer {
             .map_err(|e| gone_or(e, self.window))?;
         let mut data = r.data;
         data.truncate(len);
-        Ok(Frame { width: w as u32, height: h as u32, stride: w as usize * 4, format: PixelFormat::Bgrx, data, captured_at: now })
+        Ok(Frame {
+            width: w as u32,
+            height: h as u32,
+            stride: w as usize * 4,
+            format: PixelFormat::Bgrx,
+            data,
+            captured_at: now,
+        })
     }
 
     /// Capture with plain GetImage on the window itself (the obvious alternative, kept for benchmarks).
     pub fn capture_plain_getimage(&self, x11: &X11, now: MonoTime) -> Result<Frame, X11Error> {
-        let geo = x11.conn.get_geometry(self.window)?.reply().map_err(|e| gone_or(e, self.window))?;
+        let geo = x11
+            .conn
+            .get_geometry(self.window)?
+            .reply()
+            .map_err(|e| gone_or(e, self.window))?;
         let r = x11
             .conn
-            .get_image(ImageFormat::Z_PIXMAP, self.window, 0, 0, geo.width, geo.height, !0)?
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                self.window,
+                0,
+                0,
+                geo.width,
+                geo.height,
+                !0,
+            )?
             .reply()
             .map_err(|e| gone_or(e, self.window))?;
         let mut data = r.data;
@@ -139,21 +162,34 @@ impl WindowCapturer {
                     let _ = x11.conn.free_pixmap(p);
                 }
                 let p = x11.conn.generate_id()?;
-                x11.conn.composite_name_window_pixmap(self.window, p)?.check().map_err(|e| gone_or(e, self.window))?;
+                x11.conn
+                    .composite_name_window_pixmap(self.window, p)?
+                    .check()
+                    .map_err(|e| gone_or(e, self.window))?;
                 self.pixmap = Some((p, w, h));
                 Ok(p)
             }
         }
     }
 
-    fn capture_shm(&mut self, x11: &X11, drawable: u32, w: u16, h: u16, len: usize) -> Result<Vec<u8>, X11Error> {
+    fn capture_shm(
+        &mut self,
+        x11: &X11,
+        drawable: u32,
+        w: u16,
+        h: u16,
+        len: usize,
+    ) -> Result<Vec<u8>, X11Error> {
         if self.shm.as_ref().map(|s| s.map.len() < len).unwrap_or(true) {
             if let Some(old) = self.shm.take() {
                 let _ = x11.conn.shm_detach(old.seg);
             }
             self.shm = Some(ShmBuffer::new(x11, len)?);
         }
-        let shm = self.shm.as_ref().ok_or_else(|| X11Error::Shm("no segment".into()))?;
+        let shm = self
+            .shm
+            .as_ref()
+            .ok_or_else(|| X11Error::Shm("no segment".into()))?;
         x11.conn
             .shm_get_image(drawable, 0, 0, w, h, !0, ImageFormat::Z_PIXMAP.into(), shm.seg, 0)?
             .reply()
@@ -197,7 +233,11 @@ impl WindowCapturer {
     /// (NFR-PERC-002). Without RENDER it falls back to a full read decimated here, and says so through
     /// [`WindowCapturer::thumbnail_server_scaled`].
     pub fn capture_thumbnail(&mut self, x11: &X11, max_w: u16, now: MonoTime) -> Result<Frame, X11Error> {
-        let geo = x11.conn.get_geometry(self.window)?.reply().map_err(|e| gone_or(e, self.window))?;
+        let geo = x11
+            .conn
+            .get_geometry(self.window)?
+            .reply()
+            .map_err(|e| gone_or(e, self.window))?;
         if !x11.is_mapped(self.window)? {
             return Err(X11Error::Unmapped { window: self.window });
         }
@@ -245,7 +285,14 @@ impl WindowCapturer {
         }
     }
 
-    fn scaled_read(&mut self, x11: &X11, src: Pixmap, depth: u8, size: (u16, u16), dst: (u16, u16)) -> Result<Vec<u8>, X11Error> {
+    fn scaled_read(
+        &mut self,
+        x11: &X11,
+        src: Pixmap,
+        depth: u8,
+        size: (u16, u16),
+        dst: (u16, u16),
+    ) -> Result<Vec<u8>, X11Error> {
         use x11rb::protocol::render::{self, ConnectionExt as _, CreatePictureAux, PictOp, Transform};
         let fresh = !matches!(&self.scaler, Some(s) if s.src_pixmap == src && s.dst == dst);
         if fresh {
@@ -254,16 +301,34 @@ impl WindowCapturer {
             let format = formats
                 .formats
                 .iter()
-                .find(|f| f.depth == depth && f.type_ == render::PictType::DIRECT && f.direct.red_mask == 0xff && f.direct.red_shift == 16)
-                .or_else(|| formats.formats.iter().find(|f| f.depth == depth && f.type_ == render::PictType::DIRECT))
+                .find(|f| {
+                    f.depth == depth
+                        && f.type_ == render::PictType::DIRECT
+                        && f.direct.red_mask == 0xff
+                        && f.direct.red_shift == 16
+                })
+                .or_else(|| {
+                    formats
+                        .formats
+                        .iter()
+                        .find(|f| f.depth == depth && f.type_ == render::PictType::DIRECT)
+                })
                 .map(|f| f.id)
-                .ok_or(X11Error::MissingExtension("RENDER (no picture format for the window depth)"))?;
+                .ok_or(X11Error::MissingExtension(
+                    "RENDER (no picture format for the window depth)",
+                ))?;
             let src_pic = x11.conn.generate_id()?;
-            x11.conn.render_create_picture(src_pic, src, format, &CreatePictureAux::new())?.check()?;
+            x11.conn
+                .render_create_picture(src_pic, src, format, &CreatePictureAux::new())?
+                .check()?;
             let dst_pix = x11.conn.generate_id()?;
-            x11.conn.create_pixmap(depth, dst_pix, src, dst.0, dst.1)?.check()?;
+            x11.conn
+                .create_pixmap(depth, dst_pix, src, dst.0, dst.1)?
+                .check()?;
             let dst_pic = x11.conn.generate_id()?;
-            x11.conn.render_create_picture(dst_pic, dst_pix, format, &CreatePictureAux::new())?.check()?;
+            x11.conn
+                .render_create_picture(dst_pic, dst_pix, format, &CreatePictureAux::new())?
+                .check()?;
             let sx = size.0 as f64 / dst.0 as f64;
             let sy = size.1 as f64 / dst.1 as f64;
             let t = Transform {
@@ -278,17 +343,52 @@ impl WindowCapturer {
                 matrix33: to_fixed(1.0),
             };
             x11.conn.render_set_picture_transform(src_pic, t)?.check()?;
-            x11.conn.render_set_picture_filter(src_pic, b"bilinear", &[])?.check()?;
+            x11.conn
+                .render_set_picture_filter(src_pic, b"bilinear", &[])?
+                .check()?;
             let len = dst.0 as usize * dst.1 as usize * 4;
             let shm = ShmBuffer::new(x11, len)?;
-            self.scaler = Some(Scaler { src_pixmap: src, src_pic, dst_pix, dst_pic, dst, shm: Some(shm) });
+            self.scaler = Some(Scaler {
+                src_pixmap: src,
+                src_pic,
+                dst_pix,
+                dst_pic,
+                dst,
+                shm: Some(shm),
+            });
         }
-        let s = self.scaler.as_ref().ok_or_else(|| X11Error::Shm("no scaler".into()))?;
-        x11.conn.render_composite(PictOp::SRC, s.src_pic, x11rb::NONE, s.dst_pic, 0, 0, 0, 0, 0, 0, dst.0, dst.1)?;
+        let s = self
+            .scaler
+            .as_ref()
+            .ok_or_else(|| X11Error::Shm("no scaler".into()))?;
+        x11.conn.render_composite(
+            PictOp::SRC,
+            s.src_pic,
+            x11rb::NONE,
+            s.dst_pic,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            dst.0,
+            dst.1,
+        )?;
         let shm = s.shm.as_ref().ok_or_else(|| X11Error::Shm("no segment".into()))?;
         let len = dst.0 as usize * dst.1 as usize * 4;
         x11.conn
-            .shm_get_image(s.dst_pix, 0, 0, dst.0, dst.1, !0, ImageFormat::Z_PIXMAP.into(), shm.seg, 0)?
+            .shm_get_image(
+                s.dst_pix,
+                0,
+                0,
+                dst.0,
+                dst.1,
+                !0,
+                ImageFormat::Z_PIXMAP.into(),
+                shm.seg,
+                0,
+            )?
             .reply()
             .map_err(|e| gone_or(e, self.window))?;
         Ok(shm.map[..len].to_vec())
@@ -296,11 +396,24 @@ impl WindowCapturer {
 
     /// Read one rectangle of the window (client coordinates) at full resolution: what a declared sensor
     /// covers, or what OCR needs. The rectangle must lie inside the window.
-    pub fn capture_region(&mut self, x11: &X11, region: gamepilot_core::Rect, now: MonoTime) -> Result<Frame, X11Error> {
-        let geo = x11.conn.get_geometry(self.window)?.reply().map_err(|e| gone_or(e, self.window))?;
+    pub fn capture_region(
+        &mut self,
+        x11: &X11,
+        region: gamepilot_core::Rect,
+        now: MonoTime,
+    ) -> Result<Frame, X11Error> {
+        let geo = x11
+            .conn
+            .get_geometry(self.window)?
+            .reply()
+            .map_err(|e| gone_or(e, self.window))?;
         let bounds = gamepilot_core::Rect::new(0, 0, geo.width as u32, geo.height as u32);
         if region.is_empty() || !bounds.contains_rect(&region) {
-            return Err(X11Error::RegionOutside { region, width: geo.width as u32, height: geo.height as u32 });
+            return Err(X11Error::RegionOutside {
+                region,
+                width: geo.width as u32,
+                height: geo.height as u32,
+            });
         }
         if !x11.is_mapped(self.window)? {
             return Err(X11Error::Unmapped { window: self.window });
@@ -317,7 +430,12 @@ impl WindowCapturer {
             captured_at: now,
         };
         if self.use_shm {
-            if self.region_shm.as_ref().map(|s| s.map.len() < len).unwrap_or(true) {
+            if self
+                .region_shm
+                .as_ref()
+                .map(|s| s.map.len() < len)
+                .unwrap_or(true)
+            {
                 if let Some(old) = self.region_shm.take() {
                     let _ = x11.conn.shm_detach(old.seg);
                 }
@@ -331,7 +449,11 @@ impl WindowCapturer {
                 return Ok(frame(shm.map[..len].to_vec()));
             }
         }
-        let r = x11.conn.get_image(ImageFormat::Z_PIXMAP, drawable, x, y, w, h, !0)?.reply().map_err(|e| gone_or(e, self.window))?;
+        let r = x11
+            .conn
+            .get_image(ImageFormat::Z_PIXMAP, drawable, x, y, w, h, !0)?
+            .reply()
+            .map_err(|e| gone_or(e, self.window))?;
         let mut data = r.data;
         data.truncate(len);
         Ok(frame(data))
@@ -350,7 +472,14 @@ pub fn decimate(full: &Frame, tw: u16, th: u16) -> Frame {
             data.extend_from_slice(row.get(x * 4..x * 4 + 4).unwrap_or(&[0, 0, 0, 0]));
         }
     }
-    Frame { width: tw as u32, height: th as u32, stride: tw * 4, format: full.format, data, captured_at: full.captured_at }
+    Frame {
+        width: tw as u32,
+        height: th as u32,
+        stride: tw * 4,
+        format: full.format,
+        data,
+        captured_at: full.captured_at,
+    }
 }
 
 impl ShmBuffer {
@@ -358,12 +487,16 @@ impl ShmBuffer {
         // SAFETY: memfd_create with a valid NUL-terminated name; the returned fd is owned below.
         let fd = unsafe { libc::memfd_create(c"gamepilot-capture".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
-            return Err(X11Error::Shm(format!("memfd_create: {}", std::io::Error::last_os_error())));
+            return Err(X11Error::Shm(format!(
+                "memfd_create: {}",
+                std::io::Error::last_os_error()
+            )));
         }
         // SAFETY: fd is a fresh, valid descriptor that nothing else owns.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
         let file = std::fs::File::from(owned);
-        file.set_len(len as u64).map_err(|e| X11Error::Shm(format!("ftruncate: {e}")))?;
+        file.set_len(len as u64)
+            .map_err(|e| X11Error::Shm(format!("ftruncate: {e}")))?;
         // SAFETY: the memfd is private to this process and the X server, which only writes into it on request.
         let map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| X11Error::Shm(format!("mmap: {e}")))?;
         let seg = x11.conn.generate_id()?;

@@ -44,7 +44,10 @@ pub struct WindowTracker {
 pub fn parse_xft_dpi(resources: &str) -> Option<f32> {
     resources.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
-        (k.trim() == "Xft.dpi").then(|| v.trim().parse::<f32>().ok()).flatten().filter(|d| *d > 0.0)
+        (k.trim() == "Xft.dpi")
+            .then(|| v.trim().parse::<f32>().ok())
+            .flatten()
+            .filter(|d| *d > 0.0)
     })
 }
 
@@ -52,7 +55,13 @@ impl WindowTracker {
     /// Open a dedicated connection to `display` and start following `window`.
     pub fn open(display: Option<&str>, window: Window) -> Result<WindowTracker, X11Error> {
         let x11 = X11::connect(display)?;
-        let mut t = WindowTracker { x11, window, chain: TransformChain::new(Point::new(0, 0), Size::new(0, 0)), monitor: None, dirty: true };
+        let mut t = WindowTracker {
+            x11,
+            window,
+            chain: TransformChain::new(Point::new(0, 0), Size::new(0, 0)),
+            monitor: None,
+            dirty: true,
+        };
         t.select_events()?;
         let (chain, monitor) = t.measure()?;
         t.chain = chain;
@@ -79,40 +88,82 @@ impl WindowTracker {
         // The client and every ancestor below the root: a reparenting WM moves its frame, not the client.
         let mut w = self.window;
         loop {
-            c.change_window_attributes(w, &ChangeWindowAttributesAux::new().event_mask(EventMask::STRUCTURE_NOTIFY))?
-                .check()
-                .map_err(|e| gone_or(e, w))?;
+            c.change_window_attributes(
+                w,
+                &ChangeWindowAttributesAux::new().event_mask(EventMask::STRUCTURE_NOTIFY),
+            )?
+            .check()
+            .map_err(|e| gone_or(e, w))?;
             let tree = c.query_tree(w)?.reply().map_err(|e| gone_or(e, w))?;
             if tree.parent == self.x11.root || tree.parent == x11rb::NONE {
                 break;
             }
             w = tree.parent;
         }
-        c.change_window_attributes(self.x11.root, &ChangeWindowAttributesAux::new().event_mask(EventMask::PROPERTY_CHANGE))?;
+        c.change_window_attributes(
+            self.x11.root,
+            &ChangeWindowAttributesAux::new().event_mask(EventMask::PROPERTY_CHANGE),
+        )?;
         if self.x11.extensions().randr {
-            let _ = c.randr_select_input(self.x11.root, NotifyMask::SCREEN_CHANGE | NotifyMask::CRTC_CHANGE | NotifyMask::OUTPUT_CHANGE);
+            let _ = c.randr_select_input(
+                self.x11.root,
+                NotifyMask::SCREEN_CHANGE | NotifyMask::CRTC_CHANGE | NotifyMask::OUTPUT_CHANGE,
+            );
         }
         self.x11.flush()
     }
 
     fn scale_factor(&self) -> f32 {
-        let atom = match self.x11.conn.intern_atom(true, b"RESOURCE_MANAGER").ok().and_then(|c| c.reply().ok()) {
+        let atom = match self
+            .x11
+            .conn
+            .intern_atom(true, b"RESOURCE_MANAGER")
+            .ok()
+            .and_then(|c| c.reply().ok())
+        {
             Some(r) if r.atom != x11rb::NONE => r.atom,
             _ => return 1.0,
         };
-        let prop = self.x11.conn.get_property(false, self.x11.root, atom, AtomEnum::STRING, 0, 1 << 16).ok().and_then(|c| c.reply().ok());
-        prop.and_then(|p| parse_xft_dpi(&String::from_utf8_lossy(&p.value))).map(|d| d / 96.0).unwrap_or(1.0)
+        let prop = self
+            .x11
+            .conn
+            .get_property(false, self.x11.root, atom, AtomEnum::STRING, 0, 1 << 16)
+            .ok()
+            .and_then(|c| c.reply().ok());
+        prop.and_then(|p| parse_xft_dpi(&String::from_utf8_lossy(&p.value)))
+            .map(|d| d / 96.0)
+            .unwrap_or(1.0)
     }
 
     fn monitor_of(&self, r: &Rect) -> Option<Monitor> {
         if !self.x11.extensions().randr {
             return None;
         }
-        let reply = self.x11.conn.randr_get_monitors(self.x11.root, true).ok()?.reply().ok()?;
+        let reply = self
+            .x11
+            .conn
+            .randr_get_monitors(self.x11.root, true)
+            .ok()?
+            .reply()
+            .ok()?;
         let c = r.center();
-        let m = reply.monitors.iter().find(|m| Rect::new(m.x as i32, m.y as i32, m.width as u32, m.height as u32).contains(c)).or(reply.monitors.first())?;
-        let name = self.x11.conn.get_atom_name(m.name).ok().and_then(|c| c.reply().ok()).map(|n| String::from_utf8_lossy(&n.name).into_owned()).unwrap_or_default();
-        Some(Monitor { name, geometry: Rect::new(m.x as i32, m.y as i32, m.width as u32, m.height as u32) })
+        let m = reply
+            .monitors
+            .iter()
+            .find(|m| Rect::new(m.x as i32, m.y as i32, m.width as u32, m.height as u32).contains(c))
+            .or(reply.monitors.first())?;
+        let name = self
+            .x11
+            .conn
+            .get_atom_name(m.name)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|n| String::from_utf8_lossy(&n.name).into_owned())
+            .unwrap_or_default();
+        Some(Monitor {
+            name,
+            geometry: Rect::new(m.x as i32, m.y as i32, m.width as u32, m.height as u32),
+        })
     }
 
     fn measure(&self) -> Result<(TransformChain, Option<Monitor>), X11Error> {
@@ -128,10 +179,15 @@ impl WindowTracker {
     pub fn poll(&mut self) -> Result<Vec<WindowChange>, X11Error> {
         while let Some(ev) = self.x11.conn.poll_for_event()? {
             match ev {
-                Event::ConfigureNotify(_) | Event::ReparentNotify(_) | Event::MapNotify(_) | Event::UnmapNotify(_) => self.dirty = true,
+                Event::ConfigureNotify(_)
+                | Event::ReparentNotify(_)
+                | Event::MapNotify(_)
+                | Event::UnmapNotify(_) => self.dirty = true,
                 Event::PropertyNotify(_) => self.dirty = true,
                 Event::RandrScreenChangeNotify(_) | Event::RandrNotify(_) => self.dirty = true,
-                Event::DestroyNotify(d) if d.window == self.window => return Err(X11Error::WindowGone(self.window)),
+                Event::DestroyNotify(d) if d.window == self.window => {
+                    return Err(X11Error::WindowGone(self.window))
+                }
                 _ => {}
             }
         }
@@ -196,7 +252,13 @@ pub struct FrameDiagnosis {
 
 impl FrameProblem {
     pub fn is_unsupported(self) -> bool {
-        matches!(self, FrameProblem::Unmapped | FrameProblem::Minimised | FrameProblem::FullscreenBypass | FrameProblem::BlackGlPixmap)
+        matches!(
+            self,
+            FrameProblem::Unmapped
+                | FrameProblem::Minimised
+                | FrameProblem::FullscreenBypass
+                | FrameProblem::BlackGlPixmap
+        )
     }
 
     pub fn diagnosis(self, window: Window, detail: &str) -> FrameDiagnosis {
@@ -223,7 +285,12 @@ impl FrameProblem {
             ),
             FrameProblem::Gone => (format!("window 0x{window:x} has closed"), "start the game again and name its new window"),
         };
-        FrameDiagnosis { problem: self, unsupported: self.is_unsupported(), message, fix: fix.to_string() }
+        FrameDiagnosis {
+            problem: self,
+            unsupported: self.is_unsupported(),
+            message,
+            fix: fix.to_string(),
+        }
     }
 }
 
@@ -237,18 +304,31 @@ pub struct FrameHealth {
 
 impl Default for FrameHealth {
     fn default() -> Self {
-        FrameHealth { black_since: None, grace: std::time::Duration::from_millis(1000) }
+        FrameHealth {
+            black_since: None,
+            grace: std::time::Duration::from_millis(1000),
+        }
     }
 }
 
 impl FrameHealth {
     /// Judge one capture result at `now`. `None` means the frame is usable.
-    pub fn check(&mut self, x11: &X11, window: Window, result: &Result<Frame, X11Error>, now: MonoTime) -> Option<FrameDiagnosis> {
+    pub fn check(
+        &mut self,
+        x11: &X11,
+        window: Window,
+        result: &Result<Frame, X11Error>,
+        now: MonoTime,
+    ) -> Option<FrameDiagnosis> {
         let state = WindowState::query(x11, window);
         match result {
             Err(e) if e.is_window_gone() => return Some(FrameProblem::Gone.diagnosis(window, "")),
             Err(X11Error::Unmapped { .. }) => {
-                let p = if state.map(|s| s.iconic).unwrap_or(false) { FrameProblem::Minimised } else { FrameProblem::Unmapped };
+                let p = if state.map(|s| s.iconic).unwrap_or(false) {
+                    FrameProblem::Minimised
+                } else {
+                    FrameProblem::Unmapped
+                };
                 return Some(p.diagnosis(window, ""));
             }
             Err(e) => return Some(FrameProblem::Transient.diagnosis(window, &e.to_string())),
@@ -260,14 +340,21 @@ impl FrameHealth {
         }
         let since = *self.black_since.get_or_insert(now);
         if now.since(since) < self.grace {
-            return Some(FrameProblem::Transient.diagnosis(window, "the frame is black; the window may not be drawn yet"));
+            return Some(
+                FrameProblem::Transient
+                    .diagnosis(window, "the frame is black; the window may not be drawn yet"),
+            );
         }
         let state = state.unwrap_or_default();
         if state.fullscreen && state.bypass_compositor {
             return Some(FrameProblem::FullscreenBypass.diagnosis(window, ""));
         }
         if screen_shows_content(x11, window).unwrap_or(false) {
-            let p = if state.fullscreen { FrameProblem::FullscreenBypass } else { FrameProblem::BlackGlPixmap };
+            let p = if state.fullscreen {
+                FrameProblem::FullscreenBypass
+            } else {
+                FrameProblem::BlackGlPixmap
+            };
             return Some(p.diagnosis(window, ""));
         }
         Some(FrameProblem::Transient.diagnosis(window, "the window itself shows only black"))
@@ -288,9 +375,16 @@ impl WindowState {
         let c = &x11.conn;
         let atom = |n: &[u8]| c.intern_atom(false, n).ok()?.reply().ok().map(|r| r.atom);
         let mapped = x11.is_mapped(window).ok()?;
-        let wm_state = c.get_property(false, window, x11.atoms.wm_state, x11.atoms.wm_state, 0, 2).ok()?.reply().ok();
+        let wm_state = c
+            .get_property(false, window, x11.atoms.wm_state, x11.atoms.wm_state, 0, 2)
+            .ok()?
+            .reply()
+            .ok();
         // ICCCM WM_STATE: 3 = IconicState.
-        let mut iconic = wm_state.and_then(|r| r.value32().and_then(|mut v| v.next())).map(|s| s == 3).unwrap_or(false);
+        let mut iconic = wm_state
+            .and_then(|r| r.value32().and_then(|mut v| v.next()))
+            .map(|s| s == 3)
+            .unwrap_or(false);
         let net_state = atom(b"_NET_WM_STATE")?;
         let (fs, hidden) = (atom(b"_NET_WM_STATE_FULLSCREEN")?, atom(b"_NET_WM_STATE_HIDDEN")?);
         let states: Vec<u32> = c
@@ -310,7 +404,12 @@ impl WindowState {
             .and_then(|r| r.value32().and_then(|mut v| v.next()))
             .map(|v| v == 1)
             .unwrap_or(false);
-        Some(WindowState { mapped, iconic, fullscreen: states.contains(&fs), bypass_compositor: bypass })
+        Some(WindowState {
+            mapped,
+            iconic,
+            fullscreen: states.contains(&fs),
+            bypass_compositor: bypass,
+        })
     }
 }
 
@@ -318,12 +417,25 @@ impl WindowState {
 fn screen_shows_content(x11: &X11, window: Window) -> Result<bool, X11Error> {
     let r = x11.client_rect(window)?;
     let (sw, sh) = x11.screen_size();
-    let Some(r) = r.clamped_to(&Rect::new(0, 0, sw as u32, sh as u32)) else { return Ok(false) };
+    let Some(r) = r.clamped_to(&Rect::new(0, 0, sw as u32, sh as u32)) else {
+        return Ok(false);
+    };
     let img = x11
         .conn
-        .get_image(x11rb::protocol::xproto::ImageFormat::Z_PIXMAP, x11.root, r.x as i16, r.y as i16, r.w as u16, r.h as u16, !0)?
+        .get_image(
+            x11rb::protocol::xproto::ImageFormat::Z_PIXMAP,
+            x11.root,
+            r.x as i16,
+            r.y as i16,
+            r.w as u16,
+            r.h as u16,
+            !0,
+        )?
         .reply()?;
-    Ok(img.data.chunks_exact(4).any(|p| p[0] != 0 || p[1] != 0 || p[2] != 0))
+    Ok(img
+        .data
+        .chunks_exact(4)
+        .any(|p| p[0] != 0 || p[1] != 0 || p[2] != 0))
 }
 
 #[cfg(test)]

@@ -52,8 +52,14 @@ fn time<T>(n: usize, mut f: impl FnMut() -> anyhow::Result<T>) -> anyhow::Result
 }
 
 fn parse_region(s: &str) -> anyhow::Result<Rect> {
-    let p: Vec<i64> = s.split(',').map(|x| x.trim().parse::<i64>()).collect::<Result<_, _>>()?;
-    anyhow::ensure!(p.len() == 4 && p[2] > 0 && p[3] > 0, "region must be x,y,w,h with positive w,h");
+    let p: Vec<i64> = s
+        .split(',')
+        .map(|x| x.trim().parse::<i64>())
+        .collect::<Result<_, _>>()?;
+    anyhow::ensure!(
+        p.len() == 4 && p[2] > 0 && p[3] > 0,
+        "region must be x,y,w,h with positive w,h"
+    );
     Ok(Rect::new(p[0] as i32, p[1] as i32, p[2] as u32, p[3] as u32))
 }
 
@@ -64,26 +70,42 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (fw, fh) = (full.width, full.height);
     let region = match &args.region {
         Some(s) => parse_region(s)?,
-        None => Rect::new(fw.saturating_sub(250) as i32, 10.min(fh as i32), 240.min(fw), 48.min(fh)),
+        None => Rect::new(
+            fw.saturating_sub(250) as i32,
+            10.min(fh as i32),
+            240.min(fw),
+            48.min(fh),
+        ),
     };
     let n = args.frames.max(1);
-    println!("perception bench: window 0x{:x} {fw}x{fh}, {n} frames per capture method", w.id);
+    println!(
+        "perception bench: window 0x{:x} {fw}x{fh}, {n} frames per capture method",
+        w.id
+    );
     println!("capture (NFR-PERC-002: the reflex tick reads the thumbnail and sensor regions only)");
     let mut thumb = time(n, || Ok(cap.capture_thumbnail(&x, args.thumb_width, now())?))?;
     let t = cap.capture_thumbnail(&x, args.thumb_width, now())?;
-    line(&format!("thumbnail {}x{} (RENDER scale + SHM)", t.width, t.height), &mut thumb);
+    line(
+        &format!("thumbnail {}x{} (RENDER scale + SHM)", t.width, t.height),
+        &mut thumb,
+    );
     if !cap.thumbnail_server_scaled() {
         println!("  note: RENDER scaling unavailable; the thumbnail fell back to a decimated full read");
     }
     let mut reg = time(n, || Ok(cap.capture_region(&x, region, now())?))?;
-    line(&format!("sensor region {}x{} (SHM)", region.w, region.h), &mut reg);
+    line(
+        &format!("sensor region {}x{} (SHM)", region.w, region.h),
+        &mut reg,
+    );
     let mut shm = time(n, || Ok(cap.capture(&x, now())?))?;
     line("full frame Composite + SHM (alternative)", &mut shm);
     let mut plain = time(n, || Ok(cap.capture_plain_getimage(&x, now())?))?;
     line("full frame plain GetImage (alternative)", &mut plain);
 
     println!("classification (NFR-PERC-001 budget 0.5 ms per frame)");
-    let frames: Vec<_> = (0..8).map(|_| cap.capture_thumbnail(&x, args.thumb_width, now())).collect::<Result<_, _>>()?;
+    let frames: Vec<_> = (0..8)
+        .map(|_| cap.capture_thumbnail(&x, args.thumb_width, now()))
+        .collect::<Result<_, _>>()?;
     let thumbs: Vec<Thumb> = frames.iter().map(|f| Thumb::from_view(&f.view(), 160)).collect();
     let params = ClassifierParams::default();
     let mut i = 0;
@@ -92,7 +114,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let t = Thumb::from_view(&frames[i % frames.len()].view(), 160);
         Ok(classify(&thumbs[(i + 1) % thumbs.len()], &t, &params)?)
     })?;
-    line("thumb (160 wide) + classify, from the capture thumbnail", &mut cls);
+    line(
+        "thumb (160 wide) + classify, from the capture thumbnail",
+        &mut cls,
+    );
     let mut cls_full = time(n.min(50), || {
         let t = Thumb::from_view(&full.view(), 160);
         Ok(classify(&thumbs[0], &t, &params)?)
@@ -116,7 +141,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut hit = time(n, || Ok(worker.text(&view, region)?))?;
     line("region via worker cache hit (unchanged pixels)", &mut hit);
     let mut f_ocr = time(args.ocr_runs.max(1), || Ok(ocr.lines(&view, view.bounds())?))?;
-    line(&format!("full frame {fw}x{fh} tesseract (alternative)"), &mut f_ocr);
+    line(
+        &format!("full frame {fw}x{fh} tesseract (alternative)"),
+        &mut f_ocr,
+    );
     cap.close(&x);
     Ok(0)
 }

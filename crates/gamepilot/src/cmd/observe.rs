@@ -35,7 +35,9 @@ pub struct Args {
 pub fn capture_window(target: &WindowArgs) -> anyhow::Result<Frame> {
     let (x, w) = target.resolve()?;
     let mut cap = WindowCapturer::new(&x, w.id)?;
-    let f = cap.capture(&x, now()).with_context(|| format!("capturing window 0x{:x}", w.id));
+    let f = cap
+        .capture(&x, now())
+        .with_context(|| format!("capturing window 0x{:x}", w.id));
     cap.close(&x);
     f
 }
@@ -69,13 +71,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if frame.view().is_all_black() {
         eprintln!("warning: the frame is all black; run `gamepilot doctor --window ...` to find out why");
     }
-    let mut ocr = if args.no_ocr { None } else { Some(TesseractOcr::new()?) };
+    let mut ocr = if args.no_ocr {
+        None
+    } else {
+        Some(TesseractOcr::new()?)
+    };
     let (obs, img) = observe_frame(&frame, ocr.as_mut(), &args.font)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let json = serde_json::to_string_pretty(&obs)?;
     std::fs::write(args.out.join("observation.json"), json + "\n")
         .with_context(|| format!("writing {}", args.out.join("observation.json").display()))?;
-    img.save(args.out.join("marks.png")).with_context(|| format!("writing {}", args.out.join("marks.png").display()))?;
+    img.save(args.out.join("marks.png"))
+        .with_context(|| format!("writing {}", args.out.join("marks.png").display()))?;
     println!(
         "observed {}x{}: {} text lines, {} elements -> {}",
         obs.frame_size.w,
