@@ -433,3 +433,23 @@ fn indicator_is_shown_outside_the_target_while_armed() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(find().is_none(), "the indicator goes away when input is disarmed");
 }
+
+#[test]
+fn click_travels_a_path_and_activates_a_hover_sensitive_button() {
+    // FR-ACT-005 (hover before press, no zero-length press), INV-GND-002 (capture space → screen via the chain)
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    assert_eq!(arena.state().unwrap()["screen"], "menu");
+    // The menu's Play button is centred at (640, 330) of the 1280x720 window.
+    let s = script(&bed, "click.jsonl", &[r#"{"action":"click","x":640,"y":330}"#]);
+    let out = act_cmd(&bed, arena.window.id, &s, &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let state = arena
+        .wait_for(Duration::from_secs(3), |s| s["screen"] == "play")
+        .unwrap();
+    assert_eq!(state["clicks"]["Play"], 1, "{}", state["clicks"]);
+    assert_eq!(
+        state["dropped_clicks"], 0,
+        "the click was not debounced or dropped for lack of hover"
+    );
+}
