@@ -27,7 +27,7 @@ pub struct Args {
     pub max_actions: u64,
     /// Seed of the practice game.
     #[arg(long, default_value_t = 7)]
-    pub seed: u64,
+    pub game_seed: u64,
     /// Recording folder (default: recordings/<unix time>).
     #[arg(long)]
     pub record: Option<PathBuf>,
@@ -47,9 +47,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    println!("demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})", args.seed);
+    println!("demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})", args.game_seed);
     let mut bed = TestBed::start().context("starting the virtual display (run scripts/install-deps.sh)")?;
-    let arena = Arena::launch(&mut bed, &ArenaOptions { seed: args.seed, ..ArenaOptions::default() })
+    let arena = Arena::launch(&mut bed, &ArenaOptions { seed: args.game_seed, ..ArenaOptions::default() })
         .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
     println!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
     println!("demo: starting the model host");
