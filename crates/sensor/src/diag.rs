@@ -154,7 +154,7 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
     for c in candidates {
         let d = edit_distance(word, c);
         let limit = (word.chars().count().max(c.chars().count()) / 3).max(1);
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+        if d <= limit && !matches!(best, Some((bd, _)) if bd <= d) {
             best = Some((d, c));
         }
     }

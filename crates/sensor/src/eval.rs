@@ -197,7 +197,7 @@ fn eval_prim(
         Primitive::Integer { digits, .. } => {
             let Some(r) = rect else { return Value::Undefined };
             match ctx.recognition.lookup(&ctx.frame, r, *digits) {
-                Lookup::Read(Some(n)) if digits.is_none_or(|d| digit_count(n) <= d) => Value::Int(n),
+                Lookup::Read(Some(n)) if !matches!(digits, Some(d) if digit_count(n) > *d) => Value::Int(n),
                 _ => Value::Undefined,
             }
         }
