@@ -1,6 +1,8 @@
 //! The binary's fixed surface: every subcommand has --help; doctor, windows and capture work for real
 //! under a private Xvfb; bad input (an unknown window) gets a named error.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
 use gamepilot_testbed::TestBed;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,7 +15,10 @@ fn gamepilot() -> Command {
 fn every_subcommand_has_help() {
     let out = gamepilot().arg("--help").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for sub in ["doctor", "windows", "capture", "observe", "classify", "sensor", "act", "run", "demo", "replay", "report"] {
+    for sub in [
+        "doctor", "windows", "capture", "observe", "classify", "sensor", "act", "run", "demo", "replay",
+        "report",
+    ] {
         assert!(text.contains(sub), "--help lists {sub}");
         let o = gamepilot().args([sub, "--help"]).output().unwrap();
         assert!(o.status.success(), "{sub} --help exits 0");
@@ -41,39 +46,81 @@ fn start_puzzle(bed: &mut TestBed) -> u32 {
 fn doctor_windows_and_capture_work_under_xvfb() {
     // FR-PERC-001
     let mut bed = TestBed::start().unwrap();
-    let doc = gamepilot().args(["doctor", "--display", &bed.display]).output().unwrap();
+    let doc = gamepilot()
+        .args(["doctor", "--display", &bed.display])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&doc.stdout);
-    for check in ["X connection", "Composite", "MIT-SHM", "XTEST", "XInput2", "capture", "tesseract data"] {
-        assert!(text.lines().any(|l| l.contains("ok") && l.contains(check)), "doctor check {check} ok:\n{text}");
+    for check in [
+        "X connection",
+        "Composite",
+        "MIT-SHM",
+        "XTEST",
+        "XInput2",
+        "capture",
+        "tesseract data",
+    ] {
+        assert!(
+            text.lines().any(|l| l.contains("ok") && l.contains(check)),
+            "doctor check {check} ok:\n{text}"
+        );
     }
     let pid = start_puzzle(&mut bed);
-    let list = gamepilot().args(["windows", "--json", "--display", &bed.display]).output().unwrap();
+    let list = gamepilot()
+        .args(["windows", "--json", "--display", &bed.display])
+        .output()
+        .unwrap();
     let list = String::from_utf8_lossy(&list.stdout);
     let win: serde_json::Value = list
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find(|w| w["pid"] == pid)
         .unwrap_or_else(|| panic!("windows lists the puzzle (pid {pid}):\n{list}"));
-    assert!(win["title"].as_str().unwrap().contains("Net"), "title from _NET_WM_NAME: {win}");
+    assert!(
+        win["title"].as_str().unwrap().contains("Net"),
+        "title from _NET_WM_NAME: {win}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("net.png");
     let cap = gamepilot()
-        .args(["capture", "--pid", &pid.to_string(), "--display", &bed.display, "--out"])
+        .args([
+            "capture",
+            "--pid",
+            &pid.to_string(),
+            "--display",
+            &bed.display,
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();
-    assert!(cap.status.success(), "capture: {}", String::from_utf8_lossy(&cap.stderr));
+    assert!(
+        cap.status.success(),
+        "capture: {}",
+        String::from_utf8_lossy(&cap.stderr)
+    );
     let img = image::open(&out).unwrap().to_rgba8();
     let g = &win["geometry"];
     assert_eq!(img.width() as u64, g[2].as_u64().unwrap());
-    assert!(img.pixels().any(|p| p.0[0] > 30 || p.0[1] > 30 || p.0[2] > 30), "capture is not black");
+    assert!(
+        img.pixels().any(|p| p.0[0] > 30 || p.0[1] > 30 || p.0[2] > 30),
+        "capture is not black"
+    );
 }
 
 #[test]
 fn unknown_window_is_a_named_error() {
     let bed = TestBed::start().unwrap();
     let out = gamepilot()
-        .args(["capture", "--window", "No Such Game", "--display", &bed.display, "--out", "/tmp/never.png"])
+        .args([
+            "capture",
+            "--window",
+            "No Such Game",
+            "--display",
+            &bed.display,
+            "--out",
+            "/tmp/never.png",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

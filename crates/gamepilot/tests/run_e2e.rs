@@ -3,6 +3,8 @@
 //! nothing held on the server afterwards, and a recording that `gamepilot replay` reproduces. Asserts
 //! validity and mechanics, not the small model's wit.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,7 +25,9 @@ fn require_model() {
 
 fn events(dir: &std::path::Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
-    text.lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect()
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
 }
 
 #[test]
@@ -35,11 +39,30 @@ fn run_drives_the_practice_game_with_the_real_model_and_replays() {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("session");
     let out = gamepilot()
-        .args(["run", "--display", &bed.display, "--window", &format!("0x{:x}", arena.window.id)])
-        .args(["--goal", "Click Play, then collect a coin.", "--goal-check", "coins >= 1"])
+        .args([
+            "run",
+            "--display",
+            &bed.display,
+            "--window",
+            &format!("0x{:x}", arena.window.id),
+        ])
+        .args([
+            "--goal",
+            "Click Play, then collect a coin.",
+            "--goal-check",
+            "coins >= 1",
+        ])
         .arg("--sensors")
         .arg(sensors_file())
-        .args(["--max-actions", "4", "--session-budget-s", "75", "--unattended", "--tactical-interval-ms", "200"])
+        .args([
+            "--max-actions",
+            "4",
+            "--session-budget-s",
+            "75",
+            "--unattended",
+            "--tactical-interval-ms",
+            "200",
+        ])
         .arg("--record")
         .arg(&rec)
         .output()
@@ -53,27 +76,52 @@ fn run_drives_the_practice_game_with_the_real_model_and_replays() {
     assert!(stdout.contains("session stopped:"), "{stdout}");
     // Nothing is left held on the server (INV-SAFE-002).
     let x = bed.x11().unwrap();
-    assert!(x.server_held().unwrap().is_empty(), "input left held after the run");
+    assert!(
+        x.server_held().unwrap().is_empty(),
+        "input left held after the run"
+    );
     let state = arena.state().unwrap();
-    assert_eq!(state["held_keys"].as_array().map(|a| a.len()), Some(0), "the game sees nothing held: {state}");
+    assert_eq!(
+        state["held_keys"].as_array().map(|a| a.len()),
+        Some(0),
+        "the game sees nothing held: {state}"
+    );
 
     let ev = events(&rec);
     let kinds: Vec<&str> = ev.iter().filter_map(|e| e["kind"].as_str()).collect();
     assert_eq!(kinds.first(), Some(&"session_start"));
     assert_eq!(kinds.last(), Some(&"session_end"));
-    assert!(kinds.contains(&"prompt") && kinds.contains(&"reply"), "the model was called: {kinds:?}");
+    assert!(
+        kinds.contains(&"prompt") && kinds.contains(&"reply"),
+        "the model was called: {kinds:?}"
+    );
     // Every executed action has exactly one verdict, and each verdict is one of the three (INV-GND-001).
-    let actions: Vec<u64> = ev.iter().filter(|e| e["kind"] == "action").filter_map(|e| e["action"].as_u64()).collect();
+    let actions: Vec<u64> = ev
+        .iter()
+        .filter(|e| e["kind"] == "action")
+        .filter_map(|e| e["action"].as_u64())
+        .collect();
     for a in &actions {
-        let verdicts: Vec<&serde_json::Value> =
-            ev.iter().filter(|e| e["kind"] == "verdict" && e["action"].as_u64() == Some(*a)).collect();
+        let verdicts: Vec<&serde_json::Value> = ev
+            .iter()
+            .filter(|e| e["kind"] == "verdict" && e["action"].as_u64() == Some(*a))
+            .collect();
         assert!(verdicts.len() <= 1, "action {a} has one verdict at most");
         for v in verdicts {
-            assert!(matches!(v["verdict"].as_str(), Some("confirmed" | "refuted" | "inconclusive")), "{v}");
+            assert!(
+                matches!(
+                    v["verdict"].as_str(),
+                    Some("confirmed" | "refuted" | "inconclusive")
+                ),
+                "{v}"
+            );
         }
     }
     // Each action is owned by one subgoal (INV-LOOP-002).
-    assert!(ev.iter().filter(|e| e["kind"] == "action").all(|e| e["subgoal"].as_u64().is_some_and(|s| s > 0)));
+    assert!(ev
+        .iter()
+        .filter(|e| e["kind"] == "action")
+        .all(|e| e["subgoal"].as_u64().is_some_and(|s| s > 0)));
     // The recording replays through the logic crates with the same decisions.
     let replay = gamepilot().arg("replay").arg(&rec).output().unwrap();
     assert!(
@@ -94,7 +142,13 @@ fn dry_run_delivers_nothing_to_the_game() {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("dry");
     let out = gamepilot()
-        .args(["run", "--display", &bed.display, "--window", &format!("0x{:x}", arena.window.id)])
+        .args([
+            "run",
+            "--display",
+            &bed.display,
+            "--window",
+            &format!("0x{:x}", arena.window.id),
+        ])
         .args(["--goal", "Click Play.", "--goal-check", "coins >= 1", "--dry-run"])
         .arg("--sensors")
         .arg(sensors_file())
@@ -103,10 +157,20 @@ fn dry_run_delivers_nothing_to_the_game() {
         .arg(&rec)
         .output()
         .unwrap();
-    assert!(matches!(out.status.code(), Some(0) | Some(4)), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(4)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let after = arena.state().unwrap();
-    assert_eq!(before["key_events"], after["key_events"], "no key reached the game in a dry run");
-    assert_eq!(before["button_events"], after["button_events"], "no button reached the game in a dry run");
+    assert_eq!(
+        before["key_events"], after["key_events"],
+        "no key reached the game in a dry run"
+    );
+    assert_eq!(
+        before["button_events"], after["button_events"],
+        "no button reached the game in a dry run"
+    );
     assert_eq!(before["screen"], after["screen"]);
 }
 
@@ -123,8 +187,18 @@ fn demo_runs_end_to_end_and_writes_a_report() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "demo exits 0:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    for needle in ["session stopped:", "verdicts:", "tactical:", "reflex:", "game's own state:"] {
+    assert!(
+        out.status.success(),
+        "demo exits 0:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for needle in [
+        "session stopped:",
+        "verdicts:",
+        "tactical:",
+        "reflex:",
+        "game's own state:",
+    ] {
         assert!(stdout.contains(needle), "summary has {needle:?}:\n{stdout}");
     }
     let html = std::fs::read_to_string(rec.join("report.html")).expect("report written");

@@ -61,15 +61,32 @@ pub fn plan_schema(post: &Postconditions) -> Value {
 
 /// Turn a schema-valid reply into a plan; handles are indexes into `post.sources`.
 pub fn plan_from_reply(value: &Value, post: &Postconditions, first_id: u32) -> Result<PlanSpec, String> {
-    let items = value.get("subgoals").and_then(Value::as_array).ok_or("reply has no subgoals")?;
+    let items = value
+        .get("subgoals")
+        .and_then(Value::as_array)
+        .ok_or("reply has no subgoals")?;
     let mut subgoals = Vec::new();
     for (i, it) in items.iter().enumerate() {
-        let source = it.get("postcondition").and_then(Value::as_str).ok_or("subgoal without postcondition")?;
-        let handle = post.sources.iter().position(|s| s == source).ok_or("postcondition not offered")? as u64;
+        let source = it
+            .get("postcondition")
+            .and_then(Value::as_str)
+            .ok_or("subgoal without postcondition")?;
+        let handle = post
+            .sources
+            .iter()
+            .position(|s| s == source)
+            .ok_or("postcondition not offered")? as u64;
         subgoals.push(SubgoalSpec {
             id: SubgoalId(first_id + i as u32),
-            description: it.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
-            postcondition: PostconditionRef { source: source.to_string(), handle },
+            description: it
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            postcondition: PostconditionRef {
+                source: source.to_string(),
+                handle,
+            },
             budget: Budget {
                 max_time_ms: it.get("max_time_s").and_then(Value::as_u64).map(|s| s * 1000),
                 max_actions: it.get("max_actions").and_then(Value::as_u64).map(|n| n as u32),
@@ -92,7 +109,10 @@ pub fn deliberate(
     let schema = plan_schema(post);
     let prompt = req.context.assemble(
         Cadence::Deliberative,
-        &ObservationText::new(req.now, format!("{}\nDeliberation trigger: {}", req.observation, req.trigger)),
+        &ObservationText::new(
+            req.now,
+            format!("{}\nDeliberation trigger: {}", req.observation, req.trigger),
+        ),
         None,
     );
     let chat = ChatRequest::from_prompt(model, &prompt, 256);
@@ -122,7 +142,9 @@ mod tests {
     #[test]
     fn plan_reply_maps_postconditions_to_handles_and_budgets() {
         // FR-LOOP-004: every subgoal carries a checkable postcondition and a budget.
-        let post = Postconditions { sources: vec!["coins >= 3".into(), "in_menu".into()] };
+        let post = Postconditions {
+            sources: vec!["coins >= 3".into(), "in_menu".into()],
+        };
         let v = json!({"subgoals": [
             {"description": "leave the menu", "postcondition": "in_menu", "max_actions": 5, "max_time_s": 30},
             {"description": "collect", "postcondition": "coins >= 3", "max_actions": 20, "max_time_s": 120}
@@ -133,6 +155,9 @@ mod tests {
         assert_eq!(plan.subgoals[0].postcondition.handle, 1);
         assert_eq!(plan.subgoals[1].budget.max_time_ms, Some(120_000));
         let bad = json!({"subgoals": [{"description": "x", "postcondition": "health > 0", "max_actions": 5, "max_time_s": 30}]});
-        assert!(gamepilot_context::validate(&plan_schema(&post), &bad).is_err(), "an unoffered postcondition is unrepresentable");
+        assert!(
+            gamepilot_context::validate(&plan_schema(&post), &bad).is_err(),
+            "an unoffered postcondition is unrepresentable"
+        );
     }
 }

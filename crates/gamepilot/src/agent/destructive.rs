@@ -6,7 +6,16 @@ use gamepilot_core::{Point, Rect};
 use gamepilot_vision::TextItem;
 
 const PATTERNS: &[&str] = &[
-    "buy", "sell", "trade", "spend", "delete", "confirm purchase", "are you sure", "account", "password", "purchase",
+    "buy",
+    "sell",
+    "trade",
+    "spend",
+    "delete",
+    "confirm purchase",
+    "are you sure",
+    "account",
+    "password",
+    "purchase",
 ];
 const CURRENCY: &[&str] = &["gold", "coins", "gems", "credits", "$", "€", "£"];
 
@@ -25,7 +34,12 @@ fn currency_amount(text: &str) -> bool {
 
 /// Check the texts within `radius` px of the target (or anywhere when the target is unknown: a dialogue
 /// usually covers the screen centre) for confirmation-dialogue patterns.
-pub fn check(texts: &[TextItem], target: Option<Point>, frame: Rect, radius: i32) -> Option<DestructiveMatch> {
+pub fn check(
+    texts: &[TextItem],
+    target: Option<Point>,
+    frame: Rect,
+    radius: i32,
+) -> Option<DestructiveMatch> {
     let near = |b: &Rect| match target {
         None => true,
         Some(p) => {
@@ -39,13 +53,21 @@ pub fn check(texts: &[TextItem], target: Option<Point>, frame: Rect, radius: i32
     for t in texts.iter().filter(|t| near(&t.bbox)) {
         let lower = t.text.to_lowercase();
         for p in PATTERNS {
-            let hit = lower.split(|c: char| !c.is_alphanumeric() && c != ' ').any(|w| w.contains(p));
+            let hit = lower
+                .split(|c: char| !c.is_alphanumeric() && c != ' ')
+                .any(|w| w.contains(p));
             if hit {
-                return Some(DestructiveMatch { pattern: (*p).to_string(), text: t.text.clone() });
+                return Some(DestructiveMatch {
+                    pattern: (*p).to_string(),
+                    text: t.text.clone(),
+                });
             }
         }
         if currency_amount(&t.text) && lower.contains('?') {
-            return Some(DestructiveMatch { pattern: "currency amount".into(), text: t.text.clone() });
+            return Some(DestructiveMatch {
+                pattern: "currency amount".into(),
+                text: t.text.clone(),
+            });
         }
     }
     None
@@ -56,24 +78,53 @@ mod tests {
     use super::*;
 
     fn text(s: &str, x: i32, y: i32) -> TextItem {
-        TextItem { text: s.into(), bbox: Rect::new(x, y, 200, 30), confidence: 0.9 }
+        TextItem {
+            text: s.into(),
+            bbox: Rect::new(x, y, 200, 30),
+            confidence: 0.9,
+        }
     }
 
     #[test]
     fn spend_dialogue_is_detected_near_its_yes_button() {
         // FR-SAFE-005
-        let texts = vec![text("Spend 100 gold?", 500, 300), text("Yes", 520, 380), text("No", 700, 380)];
-        let m = check(&texts, Some(Point::new(540, 395)), Rect::new(0, 0, 1280, 720), 160).unwrap();
+        let texts = vec![
+            text("Spend 100 gold?", 500, 300),
+            text("Yes", 520, 380),
+            text("No", 700, 380),
+        ];
+        let m = check(
+            &texts,
+            Some(Point::new(540, 395)),
+            Rect::new(0, 0, 1280, 720),
+            160,
+        )
+        .unwrap();
         assert_eq!(m.pattern, "spend");
         assert!(m.text.contains("100 gold"));
     }
 
     #[test]
     fn ordinary_screens_and_far_text_do_not_match() {
-        let texts = vec![text("Play", 500, 300), text("Options", 500, 360), text("Coins 12", 20, 20)];
-        assert_eq!(check(&texts, Some(Point::new(540, 310)), Rect::new(0, 0, 1280, 720), 160), None);
+        let texts = vec![
+            text("Play", 500, 300),
+            text("Options", 500, 360),
+            text("Coins 12", 20, 20),
+        ];
+        assert_eq!(
+            check(
+                &texts,
+                Some(Point::new(540, 310)),
+                Rect::new(0, 0, 1280, 720),
+                160
+            ),
+            None
+        );
         let far = vec![text("Delete save", 1000, 650)];
-        assert_eq!(check(&far, Some(Point::new(100, 100)), Rect::new(0, 0, 1280, 720), 160), None);
+        assert_eq!(
+            check(&far, Some(Point::new(100, 100)), Rect::new(0, 0, 1280, 720), 160),
+            None
+        );
     }
 
     #[test]
@@ -105,7 +156,12 @@ mod tests {
         let mut ocr = gamepilot_ocr::TesseractOcr::new().unwrap();
         let lines = ocr.recognize(&view, view.bounds()).unwrap();
         let mut p = gamepilot_vision::Perceiver::new();
-        let obs = p.observe(&view, gamepilot_core::MonoTime::ZERO, gamepilot_vision::FrameClass::Scene, &lines);
+        let obs = p.observe(
+            &view,
+            gamepilot_core::MonoTime::ZERO,
+            gamepilot_vision::FrameClass::Scene,
+            &lines,
+        );
         (obs.texts, view.bounds())
     }
 
@@ -113,17 +169,25 @@ mod tests {
     fn the_practice_games_spend_dialogue_holds_a_click_on_yes() {
         // FR-SAFE-005 on real pixels: the practice game's "Spend 100 gold?" dialogue read by tesseract.
         let mut bed = gamepilot_testbed::TestBed::start().unwrap();
-        let arena = gamepilot_testbed::Arena::launch(&mut bed, &gamepilot_testbed::ArenaOptions::default()).unwrap();
+        let arena =
+            gamepilot_testbed::Arena::launch(&mut bed, &gamepilot_testbed::ArenaOptions::default()).unwrap();
         let x = bed.x11().unwrap();
         let win = arena.window.id;
         std::thread::sleep(std::time::Duration::from_millis(300));
         let (menu_texts, bounds) = observe_texts(&x, win);
-        assert_eq!(check(&menu_texts, Some(Point::new(640, 330)), bounds, 220), None, "menu: {menu_texts:?}");
+        assert_eq!(
+            check(&menu_texts, Some(Point::new(640, 330)), bounds, 220),
+            None,
+            "menu: {menu_texts:?}"
+        );
         click(&x, win, Point::new(640, 550)); // the menu's Shop button
-        arena.wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "confirm").expect("shop dialogue opens");
+        arena
+            .wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "confirm")
+            .expect("shop dialogue opens");
         std::thread::sleep(std::time::Duration::from_millis(200));
         let (texts, bounds) = observe_texts(&x, win);
-        let m = check(&texts, Some(Point::new(520, 436)), bounds, 220).unwrap_or_else(|| panic!("dialogue not detected in {texts:?}"));
+        let m = check(&texts, Some(Point::new(520, 436)), bounds, 220)
+            .unwrap_or_else(|| panic!("dialogue not detected in {texts:?}"));
         assert!(m.pattern == "spend" || m.pattern == "currency amount", "{m:?}");
         assert_eq!(arena.state().unwrap()["gold"], 250, "nothing was spent");
     }

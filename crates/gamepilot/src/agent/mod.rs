@@ -14,11 +14,16 @@ use crate::cmd::act::GuardianHandle;
 use crate::cmd::common::now;
 use anyhow::Context as _;
 use deliberative::{DeliberationRequest, DeliberationResult, Postconditions};
-use gamepilot_context::{Context, ContextConfig, HistoryEntry, Plan as CtxPlan, PlanStep, SchemaLimits, StepStatus, TacticalReply, Tool, ToolSet};
+use gamepilot_context::{
+    Context, ContextConfig, HistoryEntry, Plan as CtxPlan, PlanStep, SchemaLimits, StepStatus, TacticalReply,
+    Tool, ToolSet,
+};
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::{Chord, ElementId, MonoTime, Point, Rect, SubgoalId};
 use gamepilot_executor::ExecutorConfig;
-use gamepilot_grounding::{ActionId, ChangeDirection, Evidence, ExpectedChange, FailureFacts, GroundingPath, Target, Verdict};
+use gamepilot_grounding::{
+    ActionId, ChangeDirection, Evidence, ExpectedChange, FailureFacts, GroundingPath, Target, Verdict,
+};
 use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_planner::{Command, Event, FrameChange, LoopConfig, LoopState, Rung, StopReason, SubgoalCheck};
 use gamepilot_recording::{Record, Recorder, SessionStart};
@@ -111,11 +116,19 @@ fn expectation(action: &Action, mark: Option<(ElementId, Rect)>) -> (ExpectedCha
     match (mark, action) {
         (Some((id, bbox)), _) => (ExpectedChange::ElementChanged { element: id }, Some(bbox)),
         (None, Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. }) => (
-            ExpectedChange::SensorDelta { sensor: "view_change".into(), direction: ChangeDirection::Increase, min_delta: 0.5 },
+            ExpectedChange::SensorDelta {
+                sensor: "view_change".into(),
+                direction: ChangeDirection::Increase,
+                min_delta: 0.5,
+            },
             Some(Rect::new(x - 40, y - 40, 80, 80)),
         ),
         _ => (
-            ExpectedChange::SensorDelta { sensor: "view_change".into(), direction: ChangeDirection::Increase, min_delta: 0.5 },
+            ExpectedChange::SensorDelta {
+                sensor: "view_change".into(),
+                direction: ChangeDirection::Increase,
+                min_delta: 0.5,
+            },
             None,
         ),
     }
@@ -124,22 +137,31 @@ fn expectation(action: &Action, mark: Option<(ElementId, Rect)>) -> (ExpectedCha
 fn evidence_for(expected: &ExpectedChange, changed: Option<bool>) -> Evidence {
     match expected {
         ExpectedChange::ElementChanged { .. } => Evidence::ElementChanged { changed },
-        ExpectedChange::SensorDelta { .. } => {
-            Evidence::SensorDelta { before: Some(0.0), after: changed.map(|c| if c { 1.0 } else { 0.0 }) }
-        }
+        ExpectedChange::SensorDelta { .. } => Evidence::SensorDelta {
+            before: Some(0.0),
+            after: changed.map(|c| if c { 1.0 } else { 0.0 }),
+        },
         ExpectedChange::Postcondition { .. } => Evidence::Postcondition { value: changed },
     }
 }
 
 /// The session's sensors: the user's file plus the goal check; the postconditions a plan may use.
-fn compile_sensors(cfg: &AgentConfig) -> anyhow::Result<(Program, Option<Expression>, Postconditions, Vec<Expression>)> {
+fn compile_sensors(
+    cfg: &AgentConfig,
+) -> anyhow::Result<(Program, Option<Expression>, Postconditions, Vec<Expression>)> {
     let src = cfg.sensors_src.clone().unwrap_or_default();
     let program = gamepilot_sensor::compile(&src).map_err(|e| {
-        anyhow::anyhow!("sensor file has errors:\n{}", gamepilot_sensor::render_all(e.diagnostics(), "sensors", &src))
+        anyhow::anyhow!(
+            "sensor file has errors:\n{}",
+            gamepilot_sensor::render_all(e.diagnostics(), "sensors", &src)
+        )
     })?;
     let goal = match cfg.goal_check.as_deref() {
         Some(g) => Some(program.compile_expression(g).map_err(|e| {
-            anyhow::anyhow!("--goal-check is not a valid sensor expression:\n{}", gamepilot_sensor::render_all(e.diagnostics(), "--goal-check", g))
+            anyhow::anyhow!(
+                "--goal-check is not a valid sensor expression:\n{}",
+                gamepilot_sensor::render_all(e.diagnostics(), "--goal-check", g)
+            )
         })?),
         None => None,
     };
@@ -155,7 +177,11 @@ fn compile_sensors(cfg: &AgentConfig) -> anyhow::Result<(Program, Option<Express
     );
     let compiled = sources
         .iter()
-        .map(|s| program.compile_expression(s).map_err(|e| anyhow::anyhow!("postcondition {s:?}: {e}")))
+        .map(|s| {
+            program
+                .compile_expression(s)
+                .map_err(|e| anyhow::anyhow!("postcondition {s:?}: {e}"))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok((program, goal, Postconditions { sources }, compiled))
 }
@@ -263,7 +289,9 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         }};
     }
 
-    let mut queue: Vec<Command> = feed!(Event::Start { goal: cfg.goal.clone() });
+    let mut queue: Vec<Command> = feed!(Event::Start {
+        goal: cfg.goal.clone()
+    });
     loop {
         // Carry out decisions.
         while !queue.is_empty() {
@@ -281,11 +309,19 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                             first_id: next_subgoal,
                         };
                         next_subgoal += 3;
-                        let (client, model, post, tx, cancel) =
-                            (cfg.client.clone(), cfg.model_name.clone(), post.clone(), delib_tx.clone(), cancel.clone());
-                        std::thread::Builder::new().name("deliberative".into()).spawn(move || {
-                            let _ = tx.send(deliberative::deliberate(&client, &model, &post, &req, &cancel));
-                        })?;
+                        let (client, model, post, tx, cancel) = (
+                            cfg.client.clone(),
+                            cfg.model_name.clone(),
+                            post.clone(),
+                            delib_tx.clone(),
+                            cancel.clone(),
+                        );
+                        std::thread::Builder::new()
+                            .name("deliberative".into())
+                            .spawn(move || {
+                                let _ =
+                                    tx.send(deliberative::deliberate(&client, &model, &post, &req, &cancel));
+                            })?;
                     }
                     Command::PlanAdopted { .. } => {
                         if let Some(plan) = state.plan() {
@@ -295,11 +331,21 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                                 .iter()
                                 .map(|s| {
                                     let d = subgoal_descriptions.get(&s.spec.id).cloned().unwrap_or_default();
-                                    let status = if Some(s.spec.id) == active { StepStatus::Active } else { StepStatus::Pending };
-                                    PlanStep::new(format!("{d} (done when: {})", s.spec.postcondition.source), status)
+                                    let status = if Some(s.spec.id) == active {
+                                        StepStatus::Active
+                                    } else {
+                                        StepStatus::Pending
+                                    };
+                                    PlanStep::new(
+                                        format!("{d} (done when: {})", s.spec.postcondition.source),
+                                        status,
+                                    )
                                 })
                                 .collect();
-                            context.set_plan(CtxPlan { steps, subgoal: active.map(|a| a.to_string()) });
+                            context.set_plan(CtxPlan {
+                                steps,
+                                subgoal: active.map(|a| a.to_string()),
+                            });
                         }
                     }
                     Command::SubgoalStarted { subgoal } => {
@@ -308,7 +354,12 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                             .and_then(|p| p.subgoals.iter().find(|s| s.spec.id == subgoal))
                             .and_then(|s| post_exprs.get(s.spec.postcondition.handle as usize).cloned());
                         let _ = to_reflex.send(ToReflex::Subgoal(expr.map(|e| (subgoal, e))));
-                        rec.record(now(), Record::Note { text: format!("subgoal {subgoal} started") })?;
+                        rec.record(
+                            now(),
+                            Record::Note {
+                                text: format!("subgoal {subgoal} started"),
+                            },
+                        )?;
                     }
                     Command::CancelSubgoal { subgoal } => {
                         let _ = to_reflex.send(ToReflex::CancelOwner(subgoal));
@@ -326,7 +377,10 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                                     path: None,
                                 },
                             )?;
-                            let _ = to_reflex.send(ToReflex::Submit { tag: action.0, intention: p.intention.clone() });
+                            let _ = to_reflex.send(ToReflex::Submit {
+                                tag: action.0,
+                                intention: p.intention.clone(),
+                            });
                             let _ = to_reflex.send(ToReflex::Watch {
                                 tag: action.0,
                                 region: p.region,
@@ -337,18 +391,34 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                     Command::Reject { action, reason } => {
                         rejected += 1;
                         if let Some(p) = pending.remove(&action.0) {
-                            context.record(HistoryEntry::new(now(), p.label, format!("not executed: {reason:?}")));
+                            context.record(HistoryEntry::new(
+                                now(),
+                                p.label,
+                                format!("not executed: {reason:?}"),
+                            ));
                         }
                     }
                     Command::Verdict { action, verdict } => {
                         let cause = None;
-                        rec.record(now(), Record::Verdict { action, verdict, cause })?;
+                        rec.record(
+                            now(),
+                            Record::Verdict {
+                                action,
+                                verdict,
+                                cause,
+                            },
+                        )?;
                         if let Some(p) = pending.remove(&action.0) {
                             context.record(HistoryEntry::new(now(), p.label, verdict.as_str()));
                         }
                     }
                     Command::Failure { action, cause } => {
-                        rec.record(now(), Record::Note { text: format!("failure of {action:?} attributed to {cause:?}") })?;
+                        rec.record(
+                            now(),
+                            Record::Note {
+                                text: format!("failure of {action:?} attributed to {cause:?}"),
+                            },
+                        )?;
                     }
                     Command::Exclude { targets } => {
                         excluded = targets
@@ -360,12 +430,21 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                             .collect();
                     }
                     Command::Escalate { rung } => {
-                        rec.record(now(), Record::Interlock { interlock: "escalate".into(), detail: format!("{rung:?}") })?;
+                        rec.record(
+                            now(),
+                            Record::Interlock {
+                                interlock: "escalate".into(),
+                                detail: format!("{rung:?}"),
+                            },
+                        )?;
                         match rung {
                             Rung::Research => {
                                 // No research backend is configured for `run`: the rung reports that and the
                                 // ladder moves on (it never fakes an answer).
-                                let more = feed!(Event::RungFailed { rung, reason: "research unavailable: no backend configured".into() });
+                                let more = feed!(Event::RungFailed {
+                                    rung,
+                                    reason: "research unavailable: no backend configured".into()
+                                });
                                 queue.extend(more);
                             }
                             Rung::SafeState => {
@@ -391,18 +470,35 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         let mut fed_tick = false;
         while let Ok(m) = from_reflex.try_recv() {
             match m {
-                FromReflex::Tick { tick, change, signature, held, goal_met, subgoal, sensors, late_us } => {
+                FromReflex::Tick {
+                    tick,
+                    change,
+                    signature,
+                    held,
+                    goal_met,
+                    subgoal,
+                    sensors,
+                    late_us,
+                } => {
                     held_now = held;
                     if !sensors.is_empty() {
                         sensor_line = sensors
                             .iter()
-                            .map(|(n, v)| format!("{n}={}", v.map(|v| format!("{v}")).unwrap_or_else(|| "undef".into())))
+                            .map(|(n, v)| {
+                                format!(
+                                    "{n}={}",
+                                    v.map(|v| format!("{v}")).unwrap_or_else(|| "undef".into())
+                                )
+                            })
                             .collect::<Vec<_>>()
                             .join(" ");
                     }
                     let _ = late_us;
                     // Feed the loop logic at ~10 Hz, and at once on a scene change or a goal change.
-                    if tick % 6 == 0 || change == gamepilot_vision::FrameClass::Scene || goal_met != last_goal_met {
+                    if tick % 6 == 0
+                        || change == gamepilot_vision::FrameClass::Scene
+                        || goal_met != last_goal_met
+                    {
                         last_goal_met = goal_met;
                         fed_tick = true;
                         let ev = Event::ReflexTick {
@@ -417,14 +513,23 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                         queue.extend(feed!(ev));
                     }
                 }
-                FromReflex::Submitted { tag, result: Err(reason) } => {
-                    queue.extend(feed!(Event::ActionFailed { action: ActionId(tag), reason }));
+                FromReflex::Submitted {
+                    tag,
+                    result: Err(reason),
+                } => {
+                    queue.extend(feed!(Event::ActionFailed {
+                        action: ActionId(tag),
+                        reason
+                    }));
                 }
                 FromReflex::Finished { tag, report } => {
                     // An accepted action that the executor stopped (blocked at execution time, cancelled by
                     // an interlock) failed in execution (FR-GND-008); a finished one awaits its evidence.
                     if pending.contains_key(&tag) && !report.contains("finished") {
-                        queue.extend(feed!(Event::ActionFailed { action: ActionId(tag), reason: report }));
+                        queue.extend(feed!(Event::ActionFailed {
+                            action: ActionId(tag),
+                            reason: report
+                        }));
                     }
                 }
                 FromReflex::Submitted { .. } => {}
@@ -436,17 +541,32 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                             evidence_undefined: changed.is_none(),
                             ..FailureFacts::default()
                         };
-                        queue.extend(feed!(Event::Evidence { action: ActionId(tag), evidence, facts }));
+                        queue.extend(feed!(Event::Evidence {
+                            action: ActionId(tag),
+                            evidence,
+                            facts
+                        }));
                     }
                 }
                 FromReflex::Interlock { interlock, detail } => {
-                    rec.record(now(), Record::Interlock { interlock: interlock.clone(), detail: detail.clone() })?;
+                    rec.record(
+                        now(),
+                        Record::Interlock {
+                            interlock: interlock.clone(),
+                            detail: detail.clone(),
+                        },
+                    )?;
                     if interlock == "user_input" || interlock == "halt" {
                         queue.extend(feed!(Event::UserStop));
                     }
                 }
                 FromReflex::WindowGone => queue.extend(feed!(Event::WindowClosed)),
-                FromReflex::Stopped { lateness_p50_us, lateness_p99_us, ticks, events } => {
+                FromReflex::Stopped {
+                    lateness_p50_us,
+                    lateness_p99_us,
+                    ticks,
+                    events,
+                } => {
                     reflex_stats = (lateness_p50_us, lateness_p99_us, ticks, events);
                     if stop.is_none() {
                         queue.extend(feed!(Event::UserStop));
@@ -457,14 +577,35 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         let _ = fed_tick;
         // Deliberation results (their threads never block this loop, NFR-LOOP-001).
         while let Ok(d) = from_delib.try_recv() {
-            rec.record(now(), Record::Prompt { cadence: "deliberative".into(), call: d.pass, prefix_bytes: 0, messages: d.prompt_json.clone() })?;
-            rec.record(now(), Record::Reply { cadence: "deliberative".into(), call: d.pass, latency_ms: d.latency_ms, tokens_in: 0, tokens_out: 0, text: d.reply_text.clone() })?;
+            rec.record(
+                now(),
+                Record::Prompt {
+                    cadence: "deliberative".into(),
+                    call: d.pass,
+                    prefix_bytes: 0,
+                    messages: d.prompt_json.clone(),
+                },
+            )?;
+            rec.record(
+                now(),
+                Record::Reply {
+                    cadence: "deliberative".into(),
+                    call: d.pass,
+                    latency_ms: d.latency_ms,
+                    tokens_in: 0,
+                    tokens_out: 0,
+                    text: d.reply_text.clone(),
+                },
+            )?;
             match d.plan {
                 Ok(plan) => {
                     for s in &plan.subgoals {
                         subgoal_descriptions.insert(s.id, s.description.clone());
                     }
-                    queue.extend(feed!(Event::DeliberationDone { pass: d.pass, plan: Some(plan) }));
+                    queue.extend(feed!(Event::DeliberationDone {
+                        pass: d.pass,
+                        plan: Some(plan)
+                    }));
                 }
                 Err(reason) => queue.extend(feed!(Event::DeliberationFailed { pass: d.pass, reason })),
             }
@@ -472,7 +613,21 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         // Tactical results.
         while let Ok(r) = from_tactical.try_recv() {
             tactical_in_flight = false;
-            handle_tactical(&cfg, r, &mut rec, &mut context, &mut state, &mut pending, &mut next_action, &mut queue, &mut latencies, &mut cached_tokens, &mut prompt_tokens, &mut last_observation, &mut rejected)?;
+            handle_tactical(
+                &cfg,
+                r,
+                &mut rec,
+                &mut context,
+                &mut state,
+                &mut pending,
+                &mut next_action,
+                &mut queue,
+                &mut latencies,
+                &mut cached_tokens,
+                &mut prompt_tokens,
+                &mut last_observation,
+                &mut rejected,
+            )?;
         }
         // Start a tactical tick when the previous one is done and verified and a subgoal is active.
         if !tactical_in_flight
@@ -494,7 +649,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         if !cfg.quiet && last_status.elapsed() >= Duration::from_millis(500) {
             let v = state.verdict_counts();
             let line = format!(
-                "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | verdicts {}/{}/{} | rung {:?} | {}",
+                "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
                 if cfg.dry_run { "DRY RUN" } else { "ARMED" },
                 t0.elapsed().as_secs_f64(),
                 state.active_subgoal().map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
@@ -505,7 +660,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 v.refuted,
                 v.inconclusive,
                 state.rung(),
-                format!("tactical {} calls", latencies.len()),
+                latencies.len(),
             );
             if tty {
                 eprint!("\r\x1b[2K{line}");
@@ -525,7 +680,13 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         Err(_) => anyhow::bail!("the reflex thread panicked"),
     }
     while let Ok(m) = from_reflex.try_recv() {
-        if let FromReflex::Stopped { lateness_p50_us, lateness_p99_us, ticks, events } = m {
+        if let FromReflex::Stopped {
+            lateness_p50_us,
+            lateness_p99_us,
+            ticks,
+            events,
+        } = m
+        {
             reflex_stats = (lateness_p50_us, lateness_p99_us, ticks, events);
         }
     }
@@ -545,7 +706,12 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         refuted: v.refuted,
         inconclusive: v.inconclusive,
         rejected,
-        failures: state.histogram().entries().into_iter().map(|(c, n)| (format!("{c:?}"), n)).collect(),
+        failures: state
+            .histogram()
+            .entries()
+            .into_iter()
+            .map(|(c, n)| (format!("{c:?}"), n))
+            .collect(),
         tactical_calls: latencies.len() as u64,
         tactical_latency_ms_p50: pct(&latencies, 0.5),
         tactical_latency_ms_p95: pct(&latencies, 0.95),
@@ -588,9 +754,14 @@ fn handle_tactical(
             rec.frame(t, &mf.view(), true, r.observation.class.as_str())?;
         }
     }
-    let signature = r.observation.elements.iter().fold(r.observation.elements.len() as u64, |h, e| {
-        h.wrapping_mul(31).wrapping_add(((e.bbox.x as u64) << 16) ^ e.bbox.y as u64)
-    });
+    let signature = r
+        .observation
+        .elements
+        .iter()
+        .fold(r.observation.elements.len() as u64, |h, e| {
+            h.wrapping_mul(31)
+                .wrapping_add(((e.bbox.x as u64) << 16) ^ e.bbox.y as u64)
+        });
     rec.record(
         t,
         Record::Observation {
@@ -612,9 +783,15 @@ fn handle_tactical(
         },
     )?;
     *last_observation = r.observation_text.clone();
-    context.end_tick(gamepilot_context::ObservationText::new(r.started, r.observation_text.clone()));
+    context.end_tick(gamepilot_context::ObservationText::new(
+        r.started,
+        r.observation_text.clone(),
+    ));
     let scene = r.observation.class.as_str().to_string();
-    let ev = Event::Observation { scene: scene.clone(), signature };
+    let ev = Event::Observation {
+        scene: scene.clone(),
+        signature,
+    };
     let seq = rec.loop_event(t, &ev)?;
     let cmds = state.step(ev, t);
     rec.decisions(t, seq, &cmds)?;
@@ -622,7 +799,17 @@ fn handle_tactical(
     let (reply, text) = match r.reply {
         Ok(x) => x,
         Err(e) => {
-            rec.record(t, Record::Reply { cadence: "tactical".into(), call: r.tick, latency_ms: r.latency_ms, tokens_in: 0, tokens_out: 0, text: format!("error: {e}") })?;
+            rec.record(
+                t,
+                Record::Reply {
+                    cadence: "tactical".into(),
+                    call: r.tick,
+                    latency_ms: r.latency_ms,
+                    tokens_in: 0,
+                    tokens_out: 0,
+                    text: format!("error: {e}"),
+                },
+            )?;
             context.record(HistoryEntry::new(t, "(model call)", format!("failed: {e}")));
             return Ok(());
         }
@@ -630,7 +817,17 @@ fn handle_tactical(
     latencies.push(r.latency_ms);
     *cached += r.cached_tokens;
     *prompt_tokens += r.tokens_in;
-    rec.record(t, Record::Reply { cadence: "tactical".into(), call: r.tick, latency_ms: r.latency_ms, tokens_in: r.tokens_in, tokens_out: r.tokens_out, text: text.clone() })?;
+    rec.record(
+        t,
+        Record::Reply {
+            cadence: "tactical".into(),
+            call: r.tick,
+            latency_ms: r.latency_ms,
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+            text: text.clone(),
+        },
+    )?;
     // Grounding: a mark becomes its box centre in capture space (FR-GND-001); coordinates stay as given
     // (FR-GND-002). The transform chain maps either to the screen inside the executor (INV-GND-002).
     let (action, mark, path, target) = match reply {
@@ -644,18 +841,37 @@ fn handle_tactical(
         }
         TacticalReply::ClickMark { mark, button } => {
             let Some(el) = r.observation.element(mark) else {
-                context.record(HistoryEntry::new(t, format!("click_mark {mark}"), "mark not present"));
+                context.record(HistoryEntry::new(
+                    t,
+                    format!("click_mark {mark}"),
+                    "mark not present",
+                ));
                 return Ok(());
             };
             let c = el.bbox.center();
-            (Action::Click { x: c.x, y: c.y, button }, Some((mark, el.bbox)), GroundingPath::Mark, Some(Target::Mark { element: mark }))
+            (
+                Action::Click {
+                    x: c.x,
+                    y: c.y,
+                    button,
+                },
+                Some((mark, el.bbox)),
+                GroundingPath::Mark,
+                Some(Target::Mark { element: mark }),
+            )
         }
         TacticalReply::Act(a) => {
             let target = match &a {
-                Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Target::Point { point: Point::new(*x, *y) }),
+                Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Target::Point {
+                    point: Point::new(*x, *y),
+                }),
                 _ => None,
             };
-            let path = if target.is_some() { GroundingPath::Coordinate } else { GroundingPath::Mark };
+            let path = if target.is_some() {
+                GroundingPath::Coordinate
+            } else {
+                GroundingPath::Mark
+            };
             (a, None, path, target)
         }
     };
@@ -667,10 +883,20 @@ fn handle_tactical(
     };
     if point.is_some() {
         if let Some(m) = destructive::check(&r.observation.texts, point, r.frame.view().bounds(), 220) {
-            let allowed = !cfg.unattended && ask_user(&format!("The agent wants to {label} next to \"{}\" ({}). Allow? [y/N] ", m.text, m.pattern));
+            let allowed = !cfg.unattended
+                && ask_user(&format!(
+                    "The agent wants to {label} next to \"{}\" ({}). Allow? [y/N] ",
+                    m.text, m.pattern
+                ));
             if !allowed {
                 *rejected += 1;
-                rec.record(t, Record::Interlock { interlock: "destructive_action".into(), detail: format!("{label} near {:?} ({})", m.text, m.pattern) })?;
+                rec.record(
+                    t,
+                    Record::Interlock {
+                        interlock: "destructive_action".into(),
+                        detail: format!("{label} near {:?} ({})", m.text, m.pattern),
+                    },
+                )?;
                 context.record(HistoryEntry::new(
                     t,
                     label,
@@ -683,7 +909,15 @@ fn handle_tactical(
     let (expected, region) = expectation(&action, mark);
     let id = *next_action;
     *next_action += 1;
-    pending.insert(id, Pending { intention: Intention::new(action, SubgoalId(0)), expected: expected.clone(), region, label });
+    pending.insert(
+        id,
+        Pending {
+            intention: Intention::new(action, SubgoalId(0)),
+            expected: expected.clone(),
+            region,
+            label,
+        },
+    );
     let ev = Event::ActionProposed {
         action: ActionId(id),
         key: pending.get(&id).map(|p| p.label.clone()).unwrap_or_default(),

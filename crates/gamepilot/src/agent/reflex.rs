@@ -23,9 +23,16 @@ use x11rb::protocol::xproto::ConnectionExt as _;
 #[derive(Debug)]
 pub enum ToReflex {
     /// Submit an intention; `tag` is the loop's action id.
-    Submit { tag: u64, intention: Intention },
+    Submit {
+        tag: u64,
+        intention: Intention,
+    },
     /// Watch for change after an action: the region (capture space) or the whole frame.
-    Watch { tag: u64, region: Option<Rect>, settle: Duration },
+    Watch {
+        tag: u64,
+        region: Option<Rect>,
+        settle: Duration,
+    },
     /// Release what a subgoal owns (selective cancellation, ADR-0035 Ownership).
     CancelOwner(SubgoalId),
     /// The active subgoal and its compiled postcondition.
@@ -46,13 +53,30 @@ pub enum FromReflex {
         sensors: Vec<(String, Option<f64>)>,
         late_us: u64,
     },
-    Submitted { tag: u64, result: Result<(), String> },
-    Finished { tag: u64, report: String },
+    Submitted {
+        tag: u64,
+        result: Result<(), String>,
+    },
+    Finished {
+        tag: u64,
+        report: String,
+    },
     /// A change-watch sample: did the watched pixels change since the action was issued?
-    Evidence { tag: u64, changed: Option<bool> },
-    Interlock { interlock: String, detail: String },
+    Evidence {
+        tag: u64,
+        changed: Option<bool>,
+    },
+    Interlock {
+        interlock: String,
+        detail: String,
+    },
     WindowGone,
-    Stopped { lateness_p50_us: u64, lateness_p99_us: u64, ticks: u64, events: u64 },
+    Stopped {
+        lateness_p50_us: u64,
+        lateness_p99_us: u64,
+        ticks: u64,
+        events: u64,
+    },
 }
 
 pub struct ReflexSetup {
@@ -77,7 +101,12 @@ struct SparseFrame {
 }
 
 impl SparseFrame {
-    fn fill(&mut self, size: gamepilot_core::Size, regions: &[Rect], mut read: impl FnMut(Rect) -> Option<gamepilot_core::Frame>) {
+    fn fill(
+        &mut self,
+        size: gamepilot_core::Size,
+        regions: &[Rect],
+        mut read: impl FnMut(Rect) -> Option<gamepilot_core::Frame>,
+    ) {
         if self.size != size {
             self.size = size;
             self.data = vec![0; size.w as usize * size.h as usize * 4];
@@ -118,7 +147,9 @@ struct WatchState {
 
 /// A hash of the pixels of `r` (or the whole thumbnail when `None`), sampled on a coarse grid.
 fn region_hash(view: &gamepilot_core::FrameView<'_>, r: Option<Rect>) -> u64 {
-    let r = r.and_then(|r| r.clamped_to(&view.bounds())).unwrap_or(view.bounds());
+    let r = r
+        .and_then(|r| r.clamped_to(&view.bounds()))
+        .unwrap_or(view.bounds());
     let mut h: u64 = 0xcbf29ce484222325;
     let step = ((r.w.max(r.h) / 48).max(1)) as usize;
     for y in (r.y as u32..r.y as u32 + r.h).step_by(step) {
@@ -221,10 +252,17 @@ pub fn run(
             sink.deliver(&out.events)?;
             publish(&guardian, ex.held());
             let device = watch.device_name(ev.sourceid).unwrap_or("?").to_string();
-            send(FromReflex::Interlock { interlock: "user_input".into(), detail: format!("paused by {device}") });
+            send(FromReflex::Interlock {
+                interlock: "user_input".into(),
+                detail: format!("paused by {device}"),
+            });
             return Ok(());
         }
-        let ctx = ExecContext { now: t, foreground: foreground && halt.is_none(), chain };
+        let ctx = ExecContext {
+            now: t,
+            foreground: foreground && halt.is_none(),
+            chain,
+        };
         loop {
             match rx.try_recv() {
                 Ok(ToReflex::Submit { tag, intention }) => match ex.submit(&intention, &ctx) {
@@ -232,7 +270,10 @@ pub fn run(
                         tags.push((id, tag));
                         send(FromReflex::Submitted { tag, result: Ok(()) });
                     }
-                    Err(r) => send(FromReflex::Submitted { tag, result: Err(r.to_string()) }),
+                    Err(r) => send(FromReflex::Submitted {
+                        tag,
+                        result: Err(r.to_string()),
+                    }),
                 },
                 Ok(ToReflex::Watch { tag, region, settle }) => {
                     watches.push(WatchState {
@@ -255,18 +296,30 @@ pub fn run(
             }
         }
         // The five steps (halt, foreground, advance, reconcile, emit + publish).
-        let out = ex.tick(&TickInput { now: t, halt: halt.is_some(), foreground, chain, pointer });
+        let out = ex.tick(&TickInput {
+            now: t,
+            halt: halt.is_some(),
+            foreground,
+            chain,
+            pointer,
+        });
         sink.deliver(&out.events)?;
         publish(&guardian, ex.held());
         for r in &out.reports {
             report_finished(&mut tags, r, &send);
         }
         if let ExecState::Halted { reason } = ex.state() {
-            send(FromReflex::Interlock { interlock: "halt".into(), detail: format!("{reason:?} {halt:?}") });
+            send(FromReflex::Interlock {
+                interlock: "halt".into(),
+                detail: format!("{reason:?} {halt:?}"),
+            });
             return Ok(());
         }
         if !foreground && ex.active() > 0 {
-            send(FromReflex::Interlock { interlock: "focus_lost".into(), detail: "target not foreground".into() });
+            send(FromReflex::Interlock {
+                interlock: "focus_lost".into(),
+                detail: "target not foreground".into(),
+            });
         }
         if out.events.iter().any(|e| e.is_release()) || last_audit.elapsed() >= Duration::from_secs(1) {
             audit(sink.as_mut(), ex.held())?;
@@ -284,16 +337,27 @@ pub fn run(
             Err(_) => continue,
         };
         let view = thumb.view();
-        let full_size = chain.map(|c| c.client_size).unwrap_or(gamepilot_core::Size::new(view.width, view.height));
-        let class = perceiver.classify_thumb(Thumb::from_view(&view, THUMB_W as u32)).class;
+        let full_size = chain
+            .map(|c| c.client_size)
+            .unwrap_or(gamepilot_core::Size::new(view.width, view.height));
+        let class = perceiver
+            .classify_thumb(Thumb::from_view(&view, THUMB_W as u32))
+            .class;
         let signature = region_hash(&view, None);
         let mut sensors = Vec::new();
         let mut goal_met = None;
         let mut sub = None;
         if let (Some(ev), Some(chain)) = (evaluator.as_mut(), chain) {
-            let mut regions: Vec<Rect> = (0..ev.program().primitives().len()).filter_map(|k| ev.region_of(k)).collect();
+            let mut regions: Vec<Rect> = (0..ev.program().primitives().len())
+                .filter_map(|k| ev.region_of(k))
+                .collect();
             for e in setup.goal.iter().chain(subgoal.as_ref().map(|(_, e)| e)) {
-                regions.extend(e.primitives().iter().filter_map(|p| p.region()).map(|r| chain.rescale_rect_from(r, setup.declared)));
+                regions.extend(
+                    e.primitives()
+                        .iter()
+                        .filter_map(|p| p.region())
+                        .map(|r| chain.rescale_rect_from(r, setup.declared)),
+                );
             }
             sparse.fill(full_size, &regions, |r| capturer.capture_region(&x, r, t).ok());
             let Some(sview) = sparse.view() else { continue };
@@ -339,7 +403,10 @@ pub fn run(
             }
             if w.last_sample.elapsed() >= Duration::from_millis(100) || Instant::now() >= w.until {
                 let changed = (region_hash(&view, w.region.map(to_thumb)) | 1) != w.before;
-                send(FromReflex::Evidence { tag: w.tag, changed: Some(changed) });
+                send(FromReflex::Evidence {
+                    tag: w.tag,
+                    changed: Some(changed),
+                });
                 w.last_sample = Instant::now();
             }
         }
@@ -364,7 +431,11 @@ pub fn run(
     guardian.finish();
     let mut late = ticker.lateness_us.clone();
     late.sort_unstable();
-    let pct = |p: f64| late.get(((late.len().saturating_sub(1)) as f64 * p) as usize).copied().unwrap_or(0);
+    let pct = |p: f64| {
+        late.get(((late.len().saturating_sub(1)) as f64 * p) as usize)
+            .copied()
+            .unwrap_or(0)
+    };
     send(FromReflex::Stopped {
         lateness_p50_us: pct(0.5),
         lateness_p99_us: pct(0.99),
@@ -374,10 +445,17 @@ pub fn run(
     result
 }
 
-fn report_finished(tags: &mut Vec<(gamepilot_executor::ActionId, u64)>, r: &Report, send: &impl Fn(FromReflex)) {
+fn report_finished(
+    tags: &mut Vec<(gamepilot_executor::ActionId, u64)>,
+    r: &Report,
+    send: &impl Fn(FromReflex),
+) {
     if let Some(i) = tags.iter().position(|(id, _)| *id == r.id) {
         let (_, tag) = tags.remove(i);
-        send(FromReflex::Finished { tag, report: serde_json::to_string(&r.kind).unwrap_or_default() });
+        send(FromReflex::Finished {
+            tag,
+            report: serde_json::to_string(&r.kind).unwrap_or_default(),
+        });
     }
 }
 
@@ -385,32 +463,43 @@ fn report_finished(tags: &mut Vec<(gamepilot_executor::ActionId, u64)>, r: &Repo
 struct TesseractDigits;
 
 impl gamepilot_sensor::DigitReader for TesseractDigits {
-    fn read_integer(&mut self, view: gamepilot_core::FrameView<'_>, region: Rect, digits: Option<u32>) -> Option<i64> {
+    fn read_integer(
+        &mut self,
+        view: gamepilot_core::FrameView<'_>,
+        region: Rect,
+        digits: Option<u32>,
+    ) -> Option<i64> {
         gamepilot_ocr::read_integer(&view, region, digits.unwrap_or(0))
     }
 }
 
 type RecognitionResult = (gamepilot_sensor::RecognitionKey, Option<i64>);
 
-fn spawn_recognition_worker(
-) -> (Sender<gamepilot_sensor::RecognitionRequest>, Receiver<RecognitionResult>) {
+fn spawn_recognition_worker() -> (
+    Sender<gamepilot_sensor::RecognitionRequest>,
+    Receiver<RecognitionResult>,
+) {
     let (req_tx, req_rx) = std::sync::mpsc::channel::<gamepilot_sensor::RecognitionRequest>();
     let (res_tx, res_rx) = std::sync::mpsc::channel();
-    let _ = std::thread::Builder::new().name("recognition".into()).spawn(move || {
-        let mut reader = TesseractDigits;
-        while let Ok(req) = req_rx.recv() {
-            let reading = req.read_with(&mut reader);
-            if res_tx.send((req.key, reading)).is_err() {
-                break;
+    let _ = std::thread::Builder::new()
+        .name("recognition".into())
+        .spawn(move || {
+            let mut reader = TesseractDigits;
+            while let Ok(req) = req_rx.recv() {
+                let reading = req.read_with(&mut reader);
+                if res_tx.send((req.key, reading)).is_err() {
+                    break;
+                }
             }
-        }
-    });
+        });
     (req_tx, res_rx)
 }
 
 /// Compare the held record with the server (INV-ACT-002) and release what the record does not own.
 fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> anyhow::Result<()> {
-    let Some(server) = sink.server_held()? else { return Ok(()) };
+    let Some(server) = sink.server_held()? else {
+        return Ok(());
+    };
     let record: Vec<u8> = held.keys().filter_map(|k| sink.keycode_of(k)).collect();
     let (unowned, _) = gamepilot_executor::held::divergence(&record, &server.keycodes);
     if !unowned.is_empty() {
@@ -419,8 +508,13 @@ fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> anyhow::Result<()> {
     let rec_buttons: Vec<u8> = held.buttons().collect();
     let (unowned_b, _) = gamepilot_executor::held::divergence(&rec_buttons, &server.buttons);
     if !unowned_b.is_empty() {
-        let ev: Vec<gamepilot_core::action::InputEvent> =
-            unowned_b.iter().map(|b| gamepilot_core::action::InputEvent::Button { button: *b, down: false }).collect();
+        let ev: Vec<gamepilot_core::action::InputEvent> = unowned_b
+            .iter()
+            .map(|b| gamepilot_core::action::InputEvent::Button {
+                button: *b,
+                down: false,
+            })
+            .collect();
         sink.deliver(&ev)?;
     }
     Ok(())

@@ -54,7 +54,9 @@ pub struct TacticalSetup {
 
 fn mark_font() -> Option<MarkRenderer> {
     let path = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf";
-    std::fs::read(path).ok().and_then(|b| MarkRenderer::from_font_bytes(b).ok())
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| MarkRenderer::from_font_bytes(b).ok())
 }
 
 /// Serve tactical requests until the channel closes or `cancel` is set.
@@ -91,8 +93,13 @@ pub fn run(
             .collect();
         let observation_text = observation.to_text();
         let result = (|| -> Result<TacticalResultParts, String> {
-            let schema = tactical_schema(&setup.tools, &present, Size::new(frame.width, frame.height), &setup.limits)
-                .map_err(|e| e.to_string())?;
+            let schema = tactical_schema(
+                &setup.tools,
+                &present,
+                Size::new(frame.width, frame.height),
+                &setup.limits,
+            )
+            .map_err(|e| e.to_string())?;
             let image = if req.with_image {
                 let img_frame = marked
                     .as_ref()
@@ -107,34 +114,62 @@ pub fn run(
                 &ObservationText::new(started, observation_text.clone()),
                 image,
             );
-            let prefix_bytes = prompt.messages.first().map(|m| m.joined_text().len() as u64).unwrap_or(0);
+            let prefix_bytes = prompt
+                .messages
+                .first()
+                .map(|m| m.joined_text().len() as u64)
+                .unwrap_or(0);
             let chat = ChatRequest::from_prompt(&setup.model_name, &prompt, setup.max_tokens);
             let prompt_json = chat.body();
             let reply = setup.client.chat_structured(&chat, &schema, &cancel);
-            Ok(TacticalResultParts { schema, prompt_json, prefix_bytes, reply: reply.map_err(|e| e.to_string()) })
+            Ok(TacticalResultParts {
+                schema,
+                prompt_json,
+                prefix_bytes,
+                reply: reply.map_err(|e| e.to_string()),
+            })
         })();
-        let (schema, prompt_json, prefix_bytes, reply, latency_ms, tokens_in, tokens_out, cached) = match result {
-            Ok(parts) => match parts.reply {
-                Ok(r) => {
-                    let t = r.reply.timings.clone();
-                    let parsed = TacticalReply::parse(&r.value, &parts.schema)
-                        .map(|p| (p, r.reply.content.clone()))
-                        .map_err(|e| e.to_string());
-                    (
+        let (schema, prompt_json, prefix_bytes, reply, latency_ms, tokens_in, tokens_out, cached) =
+            match result {
+                Ok(parts) => match parts.reply {
+                    Ok(r) => {
+                        let t = r.reply.timings.clone();
+                        let parsed = TacticalReply::parse(&r.value, &parts.schema)
+                            .map(|p| (p, r.reply.content.clone()))
+                            .map_err(|e| e.to_string());
+                        (
+                            parts.schema,
+                            parts.prompt_json,
+                            parts.prefix_bytes,
+                            parsed,
+                            t.wall_ms,
+                            t.prompt_tokens.unwrap_or(0),
+                            t.completion_tokens.unwrap_or(0),
+                            t.cached_tokens.unwrap_or(0),
+                        )
+                    }
+                    Err(e) => (
                         parts.schema,
                         parts.prompt_json,
                         parts.prefix_bytes,
-                        parsed,
-                        t.wall_ms,
-                        t.prompt_tokens.unwrap_or(0),
-                        t.completion_tokens.unwrap_or(0),
-                        t.cached_tokens.unwrap_or(0),
-                    )
-                }
-                Err(e) => (parts.schema, parts.prompt_json, parts.prefix_bytes, Err(e), 0.0, 0, 0, 0),
-            },
-            Err(e) => (serde_json::Value::Null, serde_json::Value::Null, 0, Err(e), 0.0, 0, 0, 0),
-        };
+                        Err(e),
+                        0.0,
+                        0,
+                        0,
+                        0,
+                    ),
+                },
+                Err(e) => (
+                    serde_json::Value::Null,
+                    serde_json::Value::Null,
+                    0,
+                    Err(e),
+                    0.0,
+                    0,
+                    0,
+                    0,
+                ),
+            };
         let out = TacticalResult {
             tick: req.tick,
             observation,

@@ -18,14 +18,22 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (x, w) = args.target.resolve()?;
     let mut cap = WindowCapturer::new(&x, w.id)?;
-    let frame = cap.capture(&x, now()).with_context(|| format!("capturing window 0x{:x}", w.id))?;
+    let frame = cap
+        .capture(&x, now())
+        .with_context(|| format!("capturing window 0x{:x}", w.id))?;
     if frame.view().is_all_black() {
         eprintln!(
             "warning: the captured frame is all black (a GL window without a compositor, exclusive fullscreen, or a window not yet drawn); run `gamepilot doctor`"
         );
     }
     save_png(&frame, &args.out)?;
-    println!("captured 0x{:x} {}x{} -> {}", w.id, frame.width, frame.height, args.out.display());
+    println!(
+        "captured 0x{:x} {}x{} -> {}",
+        w.id,
+        frame.width,
+        frame.height,
+        args.out.display()
+    );
     cap.close(&x);
     Ok(0)
 }
@@ -64,9 +72,20 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     for v in [&mut shm, &mut plain] {
         v.sort_by(|a, b| a.total_cmp(b));
     }
-    println!("capture {}x{} ({} frames each)", w.geometry.w, w.geometry.h, args.frames);
-    println!("  composite+shm full frame: p50 {:.3} ms  p99 {:.3} ms", percentile(&shm, 0.5), percentile(&shm, 0.99));
-    println!("  plain GetImage full frame: p50 {:.3} ms  p99 {:.3} ms", percentile(&plain, 0.5), percentile(&plain, 0.99));
+    println!(
+        "capture {}x{} ({} frames each)",
+        w.geometry.w, w.geometry.h, args.frames
+    );
+    println!(
+        "  composite+shm full frame: p50 {:.3} ms  p99 {:.3} ms",
+        percentile(&shm, 0.5),
+        percentile(&shm, 0.99)
+    );
+    println!(
+        "  plain GetImage full frame: p50 {:.3} ms  p99 {:.3} ms",
+        percentile(&plain, 0.5),
+        percentile(&plain, 0.99)
+    );
     cap.close(&x);
     Ok(0)
 }

@@ -22,7 +22,9 @@ impl WindowArgs {
         match (&self.window, self.pid) {
             (Some(w), _) => Ok(WindowSelector::parse(w)),
             (None, Some(p)) => Ok(WindowSelector::Pid(p)),
-            (None, None) => anyhow::bail!("name the target window with --window ID|TITLE|class:NAME or --pid PID"),
+            (None, None) => {
+                anyhow::bail!("name the target window with --window ID|TITLE|class:NAME or --pid PID")
+            }
         }
     }
 
@@ -30,7 +32,9 @@ impl WindowArgs {
     pub fn resolve(&self) -> anyhow::Result<(X11, WindowInfo)> {
         let x = X11::connect(self.display.as_deref())?;
         let sel = self.selector()?;
-        let w = x.find_window(&sel).with_context(|| format!("finding the target window ({sel})"))?;
+        let w = x
+            .find_window(&sel)
+            .with_context(|| format!("finding the target window ({sel})"))?;
         Ok((x, w))
     }
 }
@@ -46,14 +50,18 @@ pub fn now() -> gamepilot_core::MonoTime {
 /// Write a frame to a PNG file.
 pub fn save_png(frame: &gamepilot_core::Frame, path: &std::path::Path) -> anyhow::Result<()> {
     let rgba = frame.view().to_rgba();
-    let img = image::RgbaImage::from_raw(frame.width, frame.height, rgba).context("frame buffer has the wrong size")?;
-    img.save(path).with_context(|| format!("writing {}", path.display()))?;
+    let img = image::RgbaImage::from_raw(frame.width, frame.height, rgba)
+        .context("frame buffer has the wrong size")?;
+    img.save(path)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
 /// Read a PNG (or any supported image) into an RGBA frame.
 pub fn load_image(path: &std::path::Path) -> anyhow::Result<gamepilot_core::Frame> {
-    let img = image::open(path).with_context(|| format!("reading image {}", path.display()))?.to_rgba8();
+    let img = image::open(path)
+        .with_context(|| format!("reading image {}", path.display()))?
+        .to_rgba8();
     let (w, h) = img.dimensions();
     gamepilot_core::Frame::from_rgba(w, h, img.into_raw(), now()).context("image has an unexpected size")
 }

@@ -14,7 +14,10 @@ const SENSORS: &str = include_str!("../../../../examples/practice-arena.sensors"
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Goal given to the model.
-    #[arg(long, default_value = "Start the game from the menu (click Play), then walk around and collect a coin.")]
+    #[arg(
+        long,
+        default_value = "Start the game from the menu (click Play), then walk around and collect a coin."
+    )]
     pub goal: String,
     /// The goal's postcondition (a sensor expression over examples/practice-arena.sensors).
     #[arg(long, default_value = "coins >= 1")]
@@ -47,10 +50,19 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    println!("demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})", args.game_seed);
+    println!(
+        "demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})",
+        args.game_seed
+    );
     let mut bed = TestBed::start().context("starting the virtual display (run scripts/install-deps.sh)")?;
-    let arena = Arena::launch(&mut bed, &ArenaOptions { seed: args.game_seed, ..ArenaOptions::default() })
-        .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
+    let arena = Arena::launch(
+        &mut bed,
+        &ArenaOptions {
+            seed: args.game_seed,
+            ..ArenaOptions::default()
+        },
+    )
+    .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
     println!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
     println!("demo: starting the model host");
     let (client, host) = args.model.connect()?;
@@ -92,12 +104,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(s) = state {
         println!(
             "  game's own state: screen {} coins {} gold {} player ({:.0}, {:.0}) held {}",
-            s["screen"], s["coins"], s["gold"], s["player"]["x"].as_f64().unwrap_or(0.0), s["player"]["y"].as_f64().unwrap_or(0.0), s["held_keys"]
+            s["screen"],
+            s["coins"],
+            s["gold"],
+            s["player"]["x"].as_f64().unwrap_or(0.0),
+            s["player"]["y"].as_f64().unwrap_or(0.0),
+            s["held_keys"]
         );
     }
-    let report = args.report.clone().unwrap_or_else(|| record_dir.join("report.html"));
+    let report = args
+        .report
+        .clone()
+        .unwrap_or_else(|| record_dir.join("report.html"));
     print!("  report: ");
-    if let Err(e) = super::report::run(super::report::Args { dir: record_dir, out: Some(report) }) {
+    if let Err(e) = super::report::run(super::report::Args {
+        dir: record_dir,
+        out: Some(report),
+    }) {
         println!("not written ({e:#})");
     }
     Ok(0)

@@ -5,7 +5,9 @@ use super::common::now;
 use gamepilot_x11::{WindowCapturer, X11};
 use std::time::{Duration, Instant};
 use x11rb::connection::Connection;
-use x11rb::protocol::xproto::{ConnectionExt as _, CreateGCAux, CreateWindowAux, EventMask, Rectangle, WindowClass};
+use x11rb::protocol::xproto::{
+    ConnectionExt as _, CreateGCAux, CreateWindowAux, EventMask, Rectangle, WindowClass,
+};
 use x11rb::wrapper::ConnectionExt as _;
 
 #[derive(clap::Args, Debug)]
@@ -40,29 +42,76 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let display = args.display.clone().or_else(|| std::env::var("DISPLAY").ok());
     r.check(
         "DISPLAY",
-        display.clone().filter(|d| !d.is_empty()).map(|d| format!("set to {d}")).ok_or_else(|| "not set".to_string()),
+        display
+            .clone()
+            .filter(|d| !d.is_empty())
+            .map(|d| format!("set to {d}"))
+            .ok_or_else(|| "not set".to_string()),
         "run inside an X11 session, or set DISPLAY (tests start their own Xvfb)",
     );
     match X11::connect(args.display.as_deref()) {
-        Err(e) => r.check("X connection", Err(e.to_string()), "start the X server or fix DISPLAY / XAUTHORITY"),
+        Err(e) => r.check(
+            "X connection",
+            Err(e.to_string()),
+            "start the X server or fix DISPLAY / XAUTHORITY",
+        ),
         Ok(x) => {
             r.check("X connection", Ok(format!("connected to {}", x.display)), "");
             let ext = x.extensions();
             let need = [
-                ("Composite", ext.composite, "enable the Composite extension (Xvfb: +extension Composite; Xorg: default)"),
-                ("MIT-SHM", ext.shm, "enable MIT-SHM; without it capture falls back to slower GetImage"),
-                ("XTEST", ext.xtest, "enable the XTEST extension; gamepilot cannot deliver input without it"),
-                ("XInput2", ext.xinput2, "an X server with XInput 2.2 is needed to tell your input from the agent's"),
-                ("RandR", ext.randr, "RandR lets gamepilot notice monitor and scale changes"),
+                (
+                    "Composite",
+                    ext.composite,
+                    "enable the Composite extension (Xvfb: +extension Composite; Xorg: default)",
+                ),
+                (
+                    "MIT-SHM",
+                    ext.shm,
+                    "enable MIT-SHM; without it capture falls back to slower GetImage",
+                ),
+                (
+                    "XTEST",
+                    ext.xtest,
+                    "enable the XTEST extension; gamepilot cannot deliver input without it",
+                ),
+                (
+                    "XInput2",
+                    ext.xinput2,
+                    "an X server with XInput 2.2 is needed to tell your input from the agent's",
+                ),
+                (
+                    "RandR",
+                    ext.randr,
+                    "RandR lets gamepilot notice monitor and scale changes",
+                ),
             ];
             for (name, ok, fix) in need {
-                r.check(name, if ok { Ok("present".into()) } else { Err("missing".into()) }, fix);
+                r.check(
+                    name,
+                    if ok {
+                        Ok("present".into())
+                    } else {
+                        Err("missing".into())
+                    },
+                    fix,
+                );
             }
-            r.check("capture", capture_own_window(&x), "check that Composite works and a compositor/driver does not hand back black pixmaps");
+            r.check(
+                "capture",
+                capture_own_window(&x),
+                "check that Composite works and a compositor/driver does not hand back black pixmaps",
+            );
         }
     }
-    r.check("tesseract data", tesseract_data(), "apt-get install tesseract-ocr tesseract-ocr-eng (scripts/install-deps.sh does it)");
-    let endpoint = args.model_endpoint.clone().or_else(|| std::env::var("GAMEPILOT_MODEL_ENDPOINT").ok());
+    r.check(
+        "tesseract data",
+        tesseract_data(),
+        "apt-get install tesseract-ocr tesseract-ocr-eng (scripts/install-deps.sh does it)",
+    );
+    let endpoint = args
+        .model_endpoint
+        .clone()
+        .or_else(|| std::env::var("GAMEPILOT_MODEL_ENDPOINT").ok());
     r.check("model host", model_host(endpoint.as_deref()), "start a llama.cpp server and pass --model-endpoint URL, or run scripts/setup-llama.sh so gamepilot can start one");
     if r.failures == 0 {
         println!("all checks passed");
@@ -90,18 +139,39 @@ fn capture_own_window(x: &X11) -> Result<String, String> {
             0,
             WindowClass::INPUT_OUTPUT,
             screen.root_visual,
-            &CreateWindowAux::new().background_pixel(0x00_20_80_e0).event_mask(EventMask::EXPOSURE),
+            &CreateWindowAux::new()
+                .background_pixel(0x00_20_80_e0)
+                .event_mask(EventMask::EXPOSURE),
         )
         .map_err(|er| e(&er))?;
-    x.conn.change_property8(x11rb::protocol::xproto::PropMode::REPLACE, win, x11rb::protocol::xproto::AtomEnum::WM_NAME, x11rb::protocol::xproto::AtomEnum::STRING, b"gamepilot doctor").map_err(|er| e(&er))?;
+    x.conn
+        .change_property8(
+            x11rb::protocol::xproto::PropMode::REPLACE,
+            win,
+            x11rb::protocol::xproto::AtomEnum::WM_NAME,
+            x11rb::protocol::xproto::AtomEnum::STRING,
+            b"gamepilot doctor",
+        )
+        .map_err(|er| e(&er))?;
     x.conn.map_window(win).map_err(|er| e(&er))?;
     let gc = x.conn.generate_id().map_err(|er| e(&er))?;
-    x.conn.create_gc(gc, win, &CreateGCAux::new().foreground(0x00_f0_c0_10)).map_err(|er| e(&er))?;
+    x.conn
+        .create_gc(gc, win, &CreateGCAux::new().foreground(0x00_f0_c0_10))
+        .map_err(|er| e(&er))?;
     x.flush().map_err(|er| e(&er))?;
     let deadline = Instant::now() + Duration::from_secs(10);
     let result = loop {
         if x.is_mapped(win).unwrap_or(false) {
-            let _ = x.conn.poly_fill_rectangle(win, gc, &[Rectangle { x: 8, y: 8, width: 16, height: 16 }]);
+            let _ = x.conn.poly_fill_rectangle(
+                win,
+                gc,
+                &[Rectangle {
+                    x: 8,
+                    y: 8,
+                    width: 16,
+                    height: 16,
+                }],
+            );
             let _ = x.conn.flush();
             std::thread::sleep(Duration::from_millis(50));
             let mut cap = WindowCapturer::new(x, win).map_err(|er| e(&er))?;
@@ -113,9 +183,14 @@ fn capture_own_window(x: &X11) -> Result<String, String> {
             break if v.is_all_black() {
                 Err("the captured frame is all black".to_string())
             } else if bg != [0x20, 0x80, 0xe0] || fg != [0xf0, 0xc0, 0x10] {
-                Err(format!("captured colours differ from what was drawn: bg {bg:?} fg {fg:?}"))
+                Err(format!(
+                    "captured colours differ from what was drawn: bg {bg:?} fg {fg:?}"
+                ))
             } else {
-                Ok(format!("{}x{} window captured with the drawn colours", f.width, f.height))
+                Ok(format!(
+                    "{}x{} window captured with the drawn colours",
+                    f.width, f.height
+                ))
             };
         }
         if Instant::now() > deadline {
@@ -129,7 +204,11 @@ fn capture_own_window(x: &X11) -> Result<String, String> {
 }
 
 fn tesseract_data() -> Result<String, String> {
-    let roots = ["/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata", "/usr/share/tessdata"];
+    let roots = [
+        "/usr/share/tesseract-ocr/5/tessdata",
+        "/usr/share/tesseract-ocr/4.00/tessdata",
+        "/usr/share/tessdata",
+    ];
     let prefix = std::env::var("TESSDATA_PREFIX").ok();
     for dir in prefix.iter().map(String::as_str).chain(roots) {
         let p = std::path::Path::new(dir).join("eng.traineddata");
@@ -144,12 +223,18 @@ fn model_host(endpoint: Option<&str>) -> Result<String, String> {
     let Some(base) = endpoint else {
         let server = gamepilot_llama_server_path();
         return match server {
-            Some(p) => Ok(format!("no endpoint configured; gamepilot can start {}", p.display())),
+            Some(p) => Ok(format!(
+                "no endpoint configured; gamepilot can start {}",
+                p.display()
+            )),
             None => Err("no endpoint configured and no llama-server built".into()),
         };
     };
     let url = format!("{}/health", base.trim_end_matches('/').trim_end_matches("/v1"));
-    match std::process::Command::new("curl").args(["-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", &url]).output() {
+    match std::process::Command::new("curl")
+        .args(["-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", &url])
+        .output()
+    {
         Ok(o) if String::from_utf8_lossy(&o.stdout) == "200" => Ok(format!("{url} answered 200")),
         Ok(o) => Err(format!("{url} answered {:?}", String::from_utf8_lossy(&o.stdout))),
         Err(er) => Err(format!("could not query {url}: {er}")),
@@ -158,9 +243,14 @@ fn model_host(endpoint: Option<&str>) -> Result<String, String> {
 
 /// Where scripts/setup-llama.sh leaves llama-server.
 pub fn gamepilot_llama_server_path() -> Option<std::path::PathBuf> {
-    let cache = std::env::var("GAMEPILOT_CACHE").map(std::path::PathBuf::from).ok().or_else(|| {
-        std::env::var("HOME").ok().map(|h| std::path::PathBuf::from(h).join(".cache/gamepilot"))
-    })?;
+    let cache = std::env::var("GAMEPILOT_CACHE")
+        .map(std::path::PathBuf::from)
+        .ok()
+        .or_else(|| {
+            std::env::var("HOME")
+                .ok()
+                .map(|h| std::path::PathBuf::from(h).join(".cache/gamepilot"))
+        })?;
     let p = cache.join("llama/bin/llama-server");
     p.is_file().then_some(p)
 }

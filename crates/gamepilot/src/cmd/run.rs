@@ -35,10 +35,15 @@ pub struct ModelArgs {
 impl ModelArgs {
     /// Connect to the configured host, or start one. The returned host (if any) stops when dropped.
     pub fn connect(&self) -> anyhow::Result<(HostClient, Option<LocalHost>)> {
-        let timeouts = HostTimeouts { connect: Duration::from_secs(2), call: Duration::from_secs(self.call_timeout_s) };
+        let timeouts = HostTimeouts {
+            connect: Duration::from_secs(2),
+            call: Duration::from_secs(self.call_timeout_s),
+        };
         if let Some(url) = &self.model_endpoint {
             let client = HostClient::new(url, timeouts)?;
-            client.health().with_context(|| format!("model host {url} is not healthy"))?;
+            client
+                .health()
+                .with_context(|| format!("model host {url} is not healthy"))?;
             return Ok((client, None));
         }
         let spec = match (&self.model, &self.model_sha256) {
@@ -48,8 +53,15 @@ impl ModelArgs {
             }
             (None, _) => gamepilot_model::cache::smollm2(),
         };
-        let bin = self.llama_server.clone().unwrap_or_else(gamepilot_model::cache::server_bin);
-        anyhow::ensure!(bin.is_file(), "llama-server not found at {}; run scripts/setup-llama.sh or pass --model-endpoint", bin.display());
+        let bin = self
+            .llama_server
+            .clone()
+            .unwrap_or_else(gamepilot_model::cache::server_bin);
+        anyhow::ensure!(
+            bin.is_file(),
+            "llama-server not found at {}; run scripts/setup-llama.sh or pass --model-endpoint",
+            bin.display()
+        );
         let host = LocalHost::start(LaunchSpec::new(bin, spec)).context("starting the model host")?;
         let client = host.client(timeouts)?;
         Ok((client, Some(host)))
@@ -94,27 +106,56 @@ pub struct Args {
 }
 
 pub fn default_record_dir() -> PathBuf {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     PathBuf::from("recordings").join(format!("session-{secs}"))
 }
 
 pub fn print_summary(s: &Summary) {
     println!("session stopped: {}", s.stop_reason);
-    println!("  {:.1} s, {} actions executed ({:.2} actions/s), {} rejected", s.seconds, s.actions_executed, s.actions_per_s, s.rejected);
-    println!("  verdicts: {} confirmed, {} refuted, {} inconclusive", s.confirmed, s.refuted, s.inconclusive);
-    println!("  failure attribution: {}", if s.failures.is_empty() { "none".to_string() } else {
-        s.failures.iter().map(|(c, n)| format!("{c}={n}")).collect::<Vec<_>>().join(" ")
-    });
+    println!(
+        "  {:.1} s, {} actions executed ({:.2} actions/s), {} rejected",
+        s.seconds, s.actions_executed, s.actions_per_s, s.rejected
+    );
+    println!(
+        "  verdicts: {} confirmed, {} refuted, {} inconclusive",
+        s.confirmed, s.refuted, s.inconclusive
+    );
+    println!(
+        "  failure attribution: {}",
+        if s.failures.is_empty() {
+            "none".to_string()
+        } else {
+            s.failures
+                .iter()
+                .map(|(c, n)| format!("{c}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    );
     println!(
         "  tactical: {} calls, latency p50 {:.0} ms p95 {:.0} ms, prompt tokens {} of which cached {}",
-        s.tactical_calls, s.tactical_latency_ms_p50, s.tactical_latency_ms_p95, s.prompt_tokens, s.cached_prompt_tokens
+        s.tactical_calls,
+        s.tactical_latency_ms_p50,
+        s.tactical_latency_ms_p95,
+        s.prompt_tokens,
+        s.cached_prompt_tokens
     );
     println!("  deliberative passes: {}", s.deliberative_passes);
     println!(
         "  reflex: {} ticks, lateness p50 {} us p99 {} us, {} input events",
         s.reflex_ticks, s.reflex_lateness_us_p50, s.reflex_lateness_us_p99, s.input_events
     );
-    println!("  goal postcondition: {}", match s.goal_met { Some(true) => "met", Some(false) => "not met", None => "undefined" });
+    println!(
+        "  goal postcondition: {}",
+        match s.goal_met {
+            Some(true) => "met",
+            Some(false) => "not met",
+            None => "undefined",
+        }
+    );
     println!("  recording: {}", s.recording);
 }
 
@@ -136,7 +177,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let cfg = AgentConfig {
         display: args.target.display.clone(),
-        window_label: args.target.window.clone().unwrap_or_else(|| format!("pid {:?}", args.target.pid)),
+        window_label: args
+            .target
+            .window
+            .clone()
+            .unwrap_or_else(|| format!("pid {:?}", args.target.pid)),
         window: win,
         goal: args.goal.clone(),
         goal_check: args.goal_check.clone(),

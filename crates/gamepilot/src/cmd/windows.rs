@@ -17,14 +17,21 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let x = X11::connect(args.display.as_deref())?;
-    let wins: Vec<_> = x.list_windows()?.into_iter().filter(|w| args.all || w.mapped).collect();
+    let wins: Vec<_> = x
+        .list_windows()?
+        .into_iter()
+        .filter(|w| args.all || w.mapped)
+        .collect();
     if args.json {
         for w in &wins {
             println!("{}", serde_json::to_string(w)?);
         }
         return Ok(0);
     }
-    println!("{:<12} {:<8} {:<22} {:<20} TITLE", "ID", "PID", "GEOMETRY", "CLASS");
+    println!(
+        "{:<12} {:<8} {:<22} {:<20} TITLE",
+        "ID", "PID", "GEOMETRY", "CLASS"
+    );
     for w in &wins {
         let g = w.geometry;
         println!(
