@@ -38,7 +38,9 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     dependency_firewall(root, &mut failures)?;
     recordings_write_only(root, &mut failures)?;
     if failures.is_empty() {
-        println!("xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs)");
+        println!(
+            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs)"
+        );
         Ok(0)
     } else {
         for f in &failures {
@@ -50,7 +52,10 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
 }
 
 fn rel(root: &Path, p: &Path) -> String {
-    p.strip_prefix(root).unwrap_or(p).to_string_lossy().replace('\\', "/")
+    p.strip_prefix(root)
+        .unwrap_or(p)
+        .to_string_lossy()
+        .replace('\\', "/")
 }
 
 /// FR-ACT-008: a second call site anywhere fails CI.
@@ -85,7 +90,10 @@ fn file_docs(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
             let text = std::fs::read_to_string(&f)?;
             let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
             if !first.starts_with("//!") {
-                failures.push(format!("{}: first line must be a `//!` doc saying what the file is for", rel(root, &f)));
+                failures.push(format!(
+                    "{}: first line must be a `//!` doc saying what the file is for",
+                    rel(root, &f)
+                ));
             }
         }
     }
@@ -111,7 +119,12 @@ fn cargo_tree(root: &Path, args: &[&str]) -> anyhow::Result<String> {
             .args(["--prefix", "none", "--format", "{p}"])
             .output()
             .context("running cargo tree")?;
-        anyhow::ensure!(out.status.success(), "cargo tree {:?} failed: {}", args, String::from_utf8_lossy(&out.stderr));
+        anyhow::ensure!(
+            out.status.success(),
+            "cargo tree {:?} failed: {}",
+            args,
+            String::from_utf8_lossy(&out.stderr)
+        );
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
@@ -124,7 +137,9 @@ fn dependency_firewall(root: &Path, failures: &mut Vec<String>) -> anyhow::Resul
         for line in tree.lines() {
             let name = line.split_whitespace().next().unwrap_or("");
             if FORBIDDEN_IN_LOGIC.contains(&name) {
-                failures.push(format!("{krate} depends on {name}: logic crates must not touch X11, network or async IO"));
+                failures.push(format!(
+                    "{krate} depends on {name}: logic crates must not touch X11, network or async IO"
+                ));
             }
         }
     }
@@ -134,7 +149,9 @@ fn dependency_firewall(root: &Path, failures: &mut Vec<String>) -> anyhow::Resul
 /// INV-CTX-002: only the binary's replay/report commands may use the recording reader.
 fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
     let crates_dir = root.join("crates");
-    let Ok(rd) = std::fs::read_dir(&crates_dir) else { return Ok(()) };
+    let Ok(rd) = std::fs::read_dir(&crates_dir) else {
+        return Ok(());
+    };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name == "replay" || name == "gamepilot" {
@@ -156,7 +173,9 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
         }
         let text = std::fs::read_to_string(&f)?;
         if text.contains("gamepilot_replay") {
-            failures.push(format!("{r}: only `replay` and `report` may read recordings (INV-CTX-002)"));
+            failures.push(format!(
+                "{r}: only `replay` and `report` may read recordings (INV-CTX-002)"
+            ));
         }
     }
     Ok(())

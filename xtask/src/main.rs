@@ -42,7 +42,12 @@ pub fn rust_files(dir: &std::path::Path) -> Vec<PathBuf> {
             let p = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
             if p.is_dir() {
-                if name == "target" || name.starts_with("target-") || name.starts_with('.') || name == "corpus" || name == "artifacts" {
+                if name == "target"
+                    || name.starts_with("target-")
+                    || name.starts_with('.')
+                    || name == "corpus"
+                    || name == "artifacts"
+                {
                     continue;
                 }
                 stack.push(p);

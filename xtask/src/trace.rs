@@ -10,7 +10,9 @@ pub fn find_ids(text: &str) -> Vec<String> {
     let mut i = 0;
     while i < b.len() {
         let rest = &b[i..];
-        let prefix = ["NFR-", "FR-", "INV-"].iter().find(|p| rest.starts_with(p.as_bytes()));
+        let prefix = ["NFR-", "FR-", "INV-"]
+            .iter()
+            .find(|p| rest.starts_with(p.as_bytes()));
         let boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'-');
         if let (Some(p), true) = (prefix, boundary) {
             let mut j = i + p.len();
@@ -48,7 +50,9 @@ fn spec_dir(root: &Path, args: &[String]) -> PathBuf {
             return PathBuf::from(d);
         }
     }
-    std::env::var("GAMEPILOT_SPEC").map(PathBuf::from).unwrap_or_else(|_| root.join("../shared/spec"))
+    std::env::var("GAMEPILOT_SPEC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("../shared/spec"))
 }
 
 /// The "verified by" column of requirements.md, keyed by id.
@@ -72,8 +76,13 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
     let dir = spec_dir(root, args);
     let mut spec_ids: Vec<String> = Vec::new();
     let mut verified_by = BTreeMap::new();
-    let rd = std::fs::read_dir(&dir).map_err(|e| anyhow::anyhow!("cannot read spec dir {}: {e}", dir.display()))?;
-    let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect();
+    let rd = std::fs::read_dir(&dir)
+        .map_err(|e| anyhow::anyhow!("cannot read spec dir {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f)?;
@@ -101,7 +110,10 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
                     in_test_attr = true;
                 }
                 if let Some(rest) = t.strip_prefix("fn ").or_else(|| t.strip_prefix("pub fn ")) {
-                    let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
                     current_fn = Some(name.clone());
                     test_fn = if in_test_attr { Some(name) } else { None };
                     in_test_attr = false;
@@ -111,15 +123,24 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
                 }
                 for id in find_ids(line) {
                     let in_tests_dir = rel.contains("/tests/") || rel.contains("/benches/");
-                    let test = test_fn.clone().or_else(|| if in_tests_dir { current_fn.clone() } else { None });
-                    cites.entry(id).or_default().push(Citation { file: rel.clone(), line: n + 1, test });
+                    let test = test_fn
+                        .clone()
+                        .or_else(|| if in_tests_dir { current_fn.clone() } else { None });
+                    cites.entry(id).or_default().push(Citation {
+                        file: rel.clone(),
+                        line: n + 1,
+                        test,
+                    });
                 }
             }
         }
     }
     let missing_only = args.iter().any(|a| a == "--missing");
     let mut proven = 0;
-    println!("{:<14} {:<22} {:>5}  cited by (tests first)", "id", "verified by", "tests");
+    println!(
+        "{:<14} {:<22} {:>5}  cited by (tests first)",
+        "id", "verified by", "tests"
+    );
     for id in &spec_ids {
         let c = cites.get(id).map(Vec::as_slice).unwrap_or(&[]);
         let tests: Vec<&Citation> = c.iter().filter(|c| c.test.is_some()).collect();
@@ -132,13 +153,38 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
         let method = verified_by.get(id).cloned().unwrap_or_default();
         let places: Vec<String> = tests
             .iter()
-            .map(|c| format!("{}::{} ({}:{})", c.file, c.test.as_deref().unwrap_or("?"), c.file, c.line))
-            .chain(c.iter().filter(|c| c.test.is_none()).map(|c| format!("{}:{} (code)", c.file, c.line)))
+            .map(|c| {
+                format!(
+                    "{}::{} ({}:{})",
+                    c.file,
+                    c.test.as_deref().unwrap_or("?"),
+                    c.file,
+                    c.line
+                )
+            })
+            .chain(
+                c.iter()
+                    .filter(|c| c.test.is_none())
+                    .map(|c| format!("{}:{} (code)", c.file, c.line)),
+            )
             .take(6)
             .collect();
-        println!("{:<14} {:<22} {:>5}  {}", id, method, tests.len(), if places.is_empty() { "— not yet proven".to_string() } else { places.join("; ") });
+        println!(
+            "{:<14} {:<22} {:>5}  {}",
+            id,
+            method,
+            tests.len(),
+            if places.is_empty() {
+                "— not yet proven".to_string()
+            } else {
+                places.join("; ")
+            }
+        );
     }
-    println!("\n{proven} of {} requirement ids are cited by at least one test", spec_ids.len());
+    println!(
+        "\n{proven} of {} requirement ids are cited by at least one test",
+        spec_ids.len()
+    );
     Ok(0)
 }
 

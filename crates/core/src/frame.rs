@@ -28,11 +28,21 @@ impl<'a> FrameView<'a> {
         if stride < width as usize * 4 {
             return None;
         }
-        let needed = if height == 0 { 0 } else { stride * (height as usize - 1) + width as usize * 4 };
+        let needed = if height == 0 {
+            0
+        } else {
+            stride * (height as usize - 1) + width as usize * 4
+        };
         if data.len() < needed {
             return None;
         }
-        Some(FrameView { width, height, stride, format, data })
+        Some(FrameView {
+            width,
+            height,
+            stride,
+            format,
+            data,
+        })
     }
 
     pub fn size(&self) -> Size {
@@ -66,7 +76,9 @@ impl<'a> FrameView<'a> {
             return &[];
         }
         let start = y as usize * self.stride;
-        self.data.get(start..start + self.width as usize * 4).unwrap_or(&[])
+        self.data
+            .get(start..start + self.width as usize * 4)
+            .unwrap_or(&[])
     }
 
     /// Copy into an owned RGBA buffer (tightly packed).
@@ -85,7 +97,11 @@ impl<'a> FrameView<'a> {
 
     /// True when every pixel is black (the classic "captured nothing" symptom, FR-PERC-009).
     pub fn is_all_black(&self) -> bool {
-        (0..self.height).all(|y| self.row(y).chunks_exact(4).all(|p| p[0] == 0 && p[1] == 0 && p[2] == 0))
+        (0..self.height).all(|y| {
+            self.row(y)
+                .chunks_exact(4)
+                .all(|p| p[0] == 0 && p[1] == 0 && p[2] == 0)
+        })
     }
 }
 
@@ -106,7 +122,14 @@ impl Frame {
         if data.len() != width as usize * height as usize * 4 {
             return None;
         }
-        Some(Frame { width, height, stride: width as usize * 4, format: PixelFormat::Rgba, data, captured_at })
+        Some(Frame {
+            width,
+            height,
+            stride: width as usize * 4,
+            format: PixelFormat::Rgba,
+            data,
+            captured_at,
+        })
     }
 
     pub fn view(&self) -> FrameView<'_> {
@@ -140,6 +163,8 @@ mod tests {
     fn short_buffers_are_refused_and_black_is_detected() {
         assert!(FrameView::new(2, 2, 8, PixelFormat::Rgba, &[0; 15]).is_none());
         let z = [0u8; 16];
-        assert!(FrameView::new(2, 2, 8, PixelFormat::Bgrx, &z).unwrap().is_all_black());
+        assert!(FrameView::new(2, 2, 8, PixelFormat::Bgrx, &z)
+            .unwrap()
+            .is_all_black());
     }
 }

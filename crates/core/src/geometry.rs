@@ -73,7 +73,10 @@ impl Rect {
 
     /// True when `other` lies wholly inside `self`.
     pub fn contains_rect(&self, other: &Rect) -> bool {
-        other.x >= self.x && other.y >= self.y && other.right() <= self.right() && other.bottom() <= self.bottom()
+        other.x >= self.x
+            && other.y >= self.y
+            && other.right() <= self.right()
+            && other.bottom() <= self.bottom()
     }
 
     pub fn intersection(&self, other: &Rect) -> Option<Rect> {
@@ -84,7 +87,12 @@ impl Rect {
         if x1 <= x0 || y1 <= y0 {
             return None;
         }
-        Some(Rect::new(x0 as i32, y0 as i32, (x1 - x0) as u32, (y1 - y0) as u32))
+        Some(Rect::new(
+            x0 as i32,
+            y0 as i32,
+            (x1 - x0) as u32,
+            (y1 - y0) as u32,
+        ))
     }
 
     /// Intersection over union, 0..1.
@@ -114,7 +122,9 @@ impl<'de> Deserialize<'de> for Rect {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let [x, y, w, h] = <[i64; 4]>::deserialize(d)?;
         if w < 0 || h < 0 {
-            return Err(serde::de::Error::custom("rectangle width and height must be non-negative"));
+            return Err(serde::de::Error::custom(
+                "rectangle width and height must be non-negative",
+            ));
         }
         Ok(Rect::new(x as i32, y as i32, w as u32, h as u32))
     }

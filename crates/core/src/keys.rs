@@ -80,7 +80,10 @@ impl Keysym {
         if let Some((_, real)) = ALIASES.iter().find(|(a, _)| *a == lower) {
             return Keysym::from_name(real);
         }
-        if let Some((_, v)) = NAMED.iter().find(|(n, _)| *n == name || n.eq_ignore_ascii_case(name)) {
+        if let Some((_, v)) = NAMED
+            .iter()
+            .find(|(n, _)| *n == name || n.eq_ignore_ascii_case(name))
+        {
             return Ok(Keysym(*v));
         }
         let mut chars = name.chars();
@@ -149,7 +152,10 @@ impl Chord {
         if s == "+" {
             return Ok(Chord(vec![Keysym('+' as u32)]));
         }
-        let keys = s.split('+').map(|p| Keysym::from_name(p.trim())).collect::<Result<Vec<_>, _>>()?;
+        let keys = s
+            .split('+')
+            .map(|p| Keysym::from_name(p.trim()))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Chord(keys))
     }
 }
@@ -167,7 +173,19 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for n in ["w", "W", "Return", "Escape", "F5", "F12", "Control_L", "Pause", "space", "Left", "1"] {
+        for n in [
+            "w",
+            "W",
+            "Return",
+            "Escape",
+            "F5",
+            "F12",
+            "Control_L",
+            "Pause",
+            "space",
+            "Left",
+            "1",
+        ] {
             let k = Keysym::from_name(n).unwrap();
             assert_eq!(k.name(), n, "{n}");
         }

@@ -51,7 +51,13 @@ pub struct TransformChain {
 impl TransformChain {
     /// Identity capture (capture size == client size).
     pub fn new(client_origin: Point, client_size: Size) -> Self {
-        TransformChain { client_origin, client_size, capture_size: client_size, scale_factor: 1.0, generation: 0 }
+        TransformChain {
+            client_origin,
+            client_size,
+            capture_size: client_size,
+            scale_factor: 1.0,
+            generation: 0,
+        }
     }
 
     pub fn with_capture_size(mut self, capture_size: Size) -> Self {
@@ -70,20 +76,31 @@ impl TransformChain {
             return Err(TransformError::Degenerate);
         }
         if !self.capture_bounds().contains(p) {
-            return Err(TransformError::OutsideCapture { x: p.x, y: p.y, w: c.w, h: c.h });
+            return Err(TransformError::OutsideCapture {
+                x: p.x,
+                y: p.y,
+                w: c.w,
+                h: c.h,
+            });
         }
         let sx = self.client_size.w as f64 / c.w as f64;
         let sy = self.client_size.h as f64 / c.h as f64;
         // Map pixel centres so that capture pixel (x, y) lands inside the client pixels it covers.
         let wx = ((p.x as f64 + 0.5) * sx).floor() as i32;
         let wy = ((p.y as f64 + 0.5) * sy).floor() as i32;
-        Ok(Point::new(wx.min(self.client_size.w as i32 - 1), wy.min(self.client_size.h as i32 - 1)))
+        Ok(Point::new(
+            wx.min(self.client_size.w as i32 - 1),
+            wy.min(self.client_size.h as i32 - 1),
+        ))
     }
 
     /// Capture-space point → screen point: the only way to obtain a [`ScreenPoint`].
     pub fn capture_to_screen(&self, p: Point) -> Result<ScreenPoint, TransformError> {
         let w = self.capture_to_window(p)?;
-        Ok(ScreenPoint { x: self.client_origin.x + w.x, y: self.client_origin.y + w.y })
+        Ok(ScreenPoint {
+            x: self.client_origin.x + w.x,
+            y: self.client_origin.y + w.y,
+        })
     }
 
     /// Screen point → capture space, `None` when outside the window.
@@ -130,10 +147,14 @@ mod tests {
 
     #[test]
     fn scaled_capture_maps_to_covered_pixels_and_rejects_outside() {
-        let t = TransformChain::new(Point::new(0, 0), Size::new(1280, 720)).with_capture_size(Size::new(640, 360));
+        let t = TransformChain::new(Point::new(0, 0), Size::new(1280, 720))
+            .with_capture_size(Size::new(640, 360));
         let s = t.capture_to_screen(Point::new(639, 359)).unwrap();
         assert_eq!((s.x(), s.y()), (1279, 719));
-        assert!(matches!(t.capture_to_screen(Point::new(640, 0)), Err(TransformError::OutsideCapture { .. })));
+        assert!(matches!(
+            t.capture_to_screen(Point::new(640, 0)),
+            Err(TransformError::OutsideCapture { .. })
+        ));
         assert_eq!(
             t.rescale_rect_from(Rect::new(10, 10, 100, 20), Size::new(1280, 720)),
             Rect::new(5, 5, 50, 10)
@@ -143,6 +164,9 @@ mod tests {
     #[test]
     fn zero_sized_window_has_no_transform() {
         let t = TransformChain::new(Point::new(0, 0), Size::new(0, 0));
-        assert_eq!(t.capture_to_screen(Point::new(0, 0)), Err(TransformError::Degenerate));
+        assert_eq!(
+            t.capture_to_screen(Point::new(0, 0)),
+            Err(TransformError::Degenerate)
+        );
     }
 }

@@ -17,7 +17,12 @@ pub struct ArenaOptions {
 
 impl Default for ArenaOptions {
     fn default() -> Self {
-        ArenaOptions { seed: 7, width: 1280, height: 720, extra_args: Vec::new() }
+        ArenaOptions {
+            seed: 7,
+            width: 1280,
+            height: 720,
+            extra_args: Vec::new(),
+        }
     }
 }
 
@@ -60,29 +65,46 @@ impl Arena {
                 }
             }
             if Instant::now() > deadline {
-                return Err(TestBedError::Timeout { what: "practice-arena window".into(), secs: 15 });
+                return Err(TestBedError::Timeout {
+                    what: "practice-arena window".into(),
+                    secs: 15,
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        Ok(Arena { pid, window, state_file, frame_file })
+        Ok(Arena {
+            pid,
+            window,
+            state_file,
+            frame_file,
+        })
     }
 
     /// The most recent state line the game wrote.
     pub fn state(&self) -> Result<Value, TestBedError> {
         let text = std::fs::read_to_string(&self.state_file)?;
-        let line = text.lines().rev().find(|l| !l.trim().is_empty()).ok_or_else(|| TestBedError::Other("empty state file".into()))?;
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .ok_or_else(|| TestBedError::Other("empty state file".into()))?;
         serde_json::from_str(line).map_err(|e| TestBedError::Other(format!("bad state line: {e}")))
     }
 
     /// Every state line so far.
     pub fn states(&self) -> Result<Vec<Value>, TestBedError> {
         let text = std::fs::read_to_string(&self.state_file)?;
-        Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+        Ok(text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect())
     }
 
     /// Ask the game for a fresh state line and its own frame (SIGUSR1), waiting until both are written.
     pub fn request_dump(&self) -> Result<Value, TestBedError> {
-        let before = std::fs::metadata(&self.frame_file).and_then(|m| m.modified()).ok();
+        let before = std::fs::metadata(&self.frame_file)
+            .and_then(|m| m.modified())
+            .ok();
         let lines_before = self.states()?.len();
         // SAFETY: sending SIGUSR1 to the game process we started.
         unsafe {
@@ -90,12 +112,17 @@ impl Arena {
         }
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let after = std::fs::metadata(&self.frame_file).and_then(|m| m.modified()).ok();
+            let after = std::fs::metadata(&self.frame_file)
+                .and_then(|m| m.modified())
+                .ok();
             if after.is_some() && after != before && self.states()?.len() > lines_before {
                 return self.state();
             }
             if Instant::now() > deadline {
-                return Err(TestBedError::Timeout { what: "practice-arena dump".into(), secs: 5 });
+                return Err(TestBedError::Timeout {
+                    what: "practice-arena dump".into(),
+                    secs: 5,
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -111,7 +138,10 @@ impl Arena {
                 }
             }
             if Instant::now() > deadline {
-                return Err(TestBedError::Timeout { what: "practice-arena state".into(), secs: timeout.as_secs() });
+                return Err(TestBedError::Timeout {
+                    what: "practice-arena state".into(),
+                    secs: timeout.as_secs(),
+                });
             }
             std::thread::sleep(Duration::from_millis(20));
         }

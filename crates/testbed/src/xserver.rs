@@ -34,7 +34,11 @@ pub struct TestBed {
     children: Vec<(String, Child)>,
 }
 
-fn spawn_with_displayfd(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<(Child, String), TestBedError> {
+fn spawn_with_displayfd(
+    program: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> Result<(Child, String), TestBedError> {
     let mut fds = [0i32; 2];
     // SAFETY: fds is a valid 2-element array; pipe() fills it with two fresh descriptors (inheritable).
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
@@ -44,11 +48,19 @@ fn spawn_with_displayfd(program: &str, args: &[&str], envs: &[(&str, &str)]) -> 
     let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let fd_arg = fds[1].to_string();
     let mut cmd = Command::new(program);
-    cmd.arg("-displayfd").arg(&fd_arg).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    cmd.arg("-displayfd")
+        .arg(&fd_arg)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let child = cmd.spawn().map_err(|e| TestBedError::Spawn { what: program.into(), reason: e.to_string() })?;
+    let child = cmd.spawn().map_err(|e| TestBedError::Spawn {
+        what: program.into(),
+        reason: e.to_string(),
+    })?;
     drop(write_end);
     let mut file = std::fs::File::from(read_end);
     let mut buf = String::new();
@@ -63,7 +75,10 @@ fn spawn_with_displayfd(program: &str, args: &[&str], envs: &[(&str, &str)]) -> 
             Err(e) => return Err(TestBedError::Io(e)),
         }
     }
-    let n: u32 = buf.trim().parse().map_err(|_| TestBedError::Timeout { what: program.into(), secs: 20 })?;
+    let n: u32 = buf.trim().parse().map_err(|_| TestBedError::Timeout {
+        what: program.into(),
+        secs: 20,
+    })?;
     Ok((child, format!(":{n}")))
 }
 
@@ -73,11 +88,25 @@ impl TestBed {
         let dir = tempfile::tempdir()?;
         let (xvfb, display) = spawn_with_displayfd(
             "Xvfb",
-            &["-screen", "0", "1600x900x24", "-nolisten", "tcp", "+extension", "Composite", "-ac"],
+            &[
+                "-screen",
+                "0",
+                "1600x900x24",
+                "-nolisten",
+                "tcp",
+                "+extension",
+                "Composite",
+                "-ac",
+            ],
             &[],
         )?;
-        let mut bed =
-            TestBed { display, outer_display: None, xephyr_window: None, dir, children: vec![("Xvfb".into(), xvfb)] };
+        let mut bed = TestBed {
+            display,
+            outer_display: None,
+            xephyr_window: None,
+            dir,
+            children: vec![("Xvfb".into(), xvfb)],
+        };
         bed.start_wm()?;
         Ok(bed)
     }
@@ -101,7 +130,16 @@ impl TestBed {
         };
         let (xephyr, inner) = spawn_with_displayfd(
             "Xephyr",
-            &["-screen", "1400x850x24", "-nolisten", "tcp", "-ac", "+extension", "Composite", "-retro"],
+            &[
+                "-screen",
+                "1400x850x24",
+                "-nolisten",
+                "tcp",
+                "-ac",
+                "+extension",
+                "Composite",
+                "-retro",
+            ],
             &[("DISPLAY", outer.as_str())],
         )?;
         bed.children.push(("Xephyr".into(), xephyr));
@@ -111,18 +149,27 @@ impl TestBed {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let wins = outer_x.list_windows()?;
-            if let Some(w) = wins.iter().find(|w| w.class.to_lowercase().contains("xephyr") || w.title.contains("Xephyr")) {
+            if let Some(w) = wins
+                .iter()
+                .find(|w| w.class.to_lowercase().contains("xephyr") || w.title.contains("Xephyr"))
+            {
                 bed.xephyr_window = Some(w.id);
                 break;
             }
             if Instant::now() > deadline {
-                return Err(TestBedError::Timeout { what: "Xephyr window".into(), secs: 10 });
+                return Err(TestBedError::Timeout {
+                    what: "Xephyr window".into(),
+                    secs: 10,
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         if let Some(w) = bed.xephyr_window {
             use x11rb::protocol::xproto::{ConnectionExt as _, InputFocus};
-            outer_x.conn.set_input_focus(InputFocus::POINTER_ROOT, w, x11rb::CURRENT_TIME).map_err(gamepilot_x11::X11Error::from)?;
+            outer_x
+                .conn
+                .set_input_focus(InputFocus::POINTER_ROOT, w, x11rb::CURRENT_TIME)
+                .map_err(gamepilot_x11::X11Error::from)?;
             outer_x.flush()?;
         }
         bed.start_wm()?;
@@ -140,21 +187,33 @@ impl TestBed {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| TestBedError::Spawn { what: "openbox".into(), reason: e.to_string() })?;
+            .map_err(|e| TestBedError::Spawn {
+                what: "openbox".into(),
+                reason: e.to_string(),
+            })?;
         self.children.push(("openbox".into(), wm));
         // Ready when openbox has set _NET_SUPPORTING_WM_CHECK on the root.
         let x = self.x11()?;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _};
-            let atom = x.conn.intern_atom(false, b"_NET_SUPPORTING_WM_CHECK").map_err(gamepilot_x11::X11Error::from)?;
+            let atom = x
+                .conn
+                .intern_atom(false, b"_NET_SUPPORTING_WM_CHECK")
+                .map_err(gamepilot_x11::X11Error::from)?;
             let atom = atom.reply().map_err(gamepilot_x11::X11Error::from)?.atom;
-            let r = x.conn.get_property(false, x.root, atom, AtomEnum::WINDOW, 0, 1).map_err(gamepilot_x11::X11Error::from)?;
+            let r = x
+                .conn
+                .get_property(false, x.root, atom, AtomEnum::WINDOW, 0, 1)
+                .map_err(gamepilot_x11::X11Error::from)?;
             if r.reply().map(|r| r.value_len > 0).unwrap_or(false) {
                 return wait_until_wm_manages(&x);
             }
             if Instant::now() > deadline {
-                return Err(TestBedError::Timeout { what: "openbox".into(), secs: 10 });
+                return Err(TestBedError::Timeout {
+                    what: "openbox".into(),
+                    secs: 10,
+                });
             }
             std::thread::sleep(Duration::from_millis(30));
         }
@@ -168,7 +227,10 @@ impl TestBed {
     /// Start any program on the test display; it is killed with the bed.
     pub fn spawn(&mut self, name: &str, mut cmd: Command) -> Result<u32, TestBedError> {
         cmd.env("DISPLAY", &self.display).stdin(Stdio::null());
-        let child = cmd.spawn().map_err(|e| TestBedError::Spawn { what: name.into(), reason: e.to_string() })?;
+        let child = cmd.spawn().map_err(|e| TestBedError::Spawn {
+            what: name.into(),
+            reason: e.to_string(),
+        })?;
         let pid = child.id();
         self.children.push((name.into(), child));
         Ok(pid)
@@ -244,9 +306,24 @@ fn wait_until_wm_manages(x: &X11) -> Result<(), TestBedError> {
     use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, WindowClass};
     let e = gamepilot_x11::X11Error::from;
     let screen = &x.conn.setup().roots[x.screen_num];
-    let win = x.conn.generate_id().map_err(|er| TestBedError::X11(gamepilot_x11::X11Error::Id(er)))?;
+    let win = x
+        .conn
+        .generate_id()
+        .map_err(|er| TestBedError::X11(gamepilot_x11::X11Error::Id(er)))?;
     x.conn
-        .create_window(0, win, x.root, 0, 0, 8, 8, 0, WindowClass::INPUT_OUTPUT, screen.root_visual, &CreateWindowAux::new())
+        .create_window(
+            0,
+            win,
+            x.root,
+            0,
+            0,
+            8,
+            8,
+            0,
+            WindowClass::INPUT_OUTPUT,
+            screen.root_visual,
+            &CreateWindowAux::new(),
+        )
         .map_err(e)?;
     let deadline = Instant::now() + Duration::from_secs(10);
     let result = loop {
@@ -260,7 +337,10 @@ fn wait_until_wm_manages(x: &X11) -> Result<(), TestBedError> {
             break Ok(());
         }
         if Instant::now() > deadline {
-            break Err(TestBedError::Timeout { what: "openbox managing windows".into(), secs: 10 });
+            break Err(TestBedError::Timeout {
+                what: "openbox managing windows".into(),
+                secs: 10,
+            });
         }
     };
     let _ = x.conn.destroy_window(win);

@@ -37,16 +37,25 @@ pub struct X11 {
 impl X11 {
     /// Connect to `display` (or `$DISPLAY`).
     pub fn connect(display: Option<&str>) -> Result<X11, X11Error> {
-        let name = display.map(str::to_string).or_else(|| std::env::var("DISPLAY").ok()).unwrap_or_default();
+        let name = display
+            .map(str::to_string)
+            .or_else(|| std::env::var("DISPLAY").ok())
+            .unwrap_or_default();
         let (conn, screen_num) = x11rb::connect(display).map_err(|e| X11Error::Connect {
             display: name.clone(),
             reason: e.to_string(),
         })?;
-        let root = conn.setup().roots.get(screen_num).map(|s| s.root).ok_or_else(|| X11Error::Connect {
-            display: name.clone(),
-            reason: "screen not found".into(),
-        })?;
-        let intern = |n: &str| -> Result<Atom, X11Error> { Ok(conn.intern_atom(false, n.as_bytes())?.reply()?.atom) };
+        let root = conn
+            .setup()
+            .roots
+            .get(screen_num)
+            .map(|s| s.root)
+            .ok_or_else(|| X11Error::Connect {
+                display: name.clone(),
+                reason: "screen not found".into(),
+            })?;
+        let intern =
+            |n: &str| -> Result<Atom, X11Error> { Ok(conn.intern_atom(false, n.as_bytes())?.reply()?.atom) };
         let atoms = Atoms {
             net_client_list: intern("_NET_CLIENT_LIST")?,
             net_active_window: intern("_NET_ACTIVE_WINDOW")?,
@@ -55,7 +64,13 @@ impl X11 {
             utf8_string: intern("UTF8_STRING")?,
             wm_state: intern("WM_STATE")?,
         };
-        Ok(X11 { conn, root, screen_num, atoms, display: name })
+        Ok(X11 {
+            conn,
+            root,
+            screen_num,
+            atoms,
+            display: name,
+        })
     }
 
     /// Probe the extensions gamepilot relies on.

@@ -2,7 +2,9 @@
 
 #[derive(Debug, thiserror::Error)]
 pub enum X11Error {
-    #[error("cannot connect to the X display {display:?}: {reason} (is DISPLAY set and the X server running?)")]
+    #[error(
+        "cannot connect to the X display {display:?}: {reason} (is DISPLAY set and the X server running?)"
+    )]
     Connect { display: String, reason: String },
     #[error("X connection failed: {0}")]
     Connection(#[from] x11rb::errors::ConnectionError),
@@ -15,13 +17,21 @@ pub enum X11Error {
     #[error("no window matches {0} (run `gamepilot windows` to list them)")]
     UnknownWindow(String),
     #[error("{selector} matches {count} windows; pick one by id: {ids}")]
-    AmbiguousWindow { selector: String, count: usize, ids: String },
+    AmbiguousWindow {
+        selector: String,
+        count: usize,
+        ids: String,
+    },
     #[error("window 0x{0:x} has vanished")]
     WindowGone(u32),
     #[error("window 0x{window:x} is not mapped (minimised or hidden); map it to capture it")]
     Unmapped { window: u32 },
     #[error("the region {region:?} lies outside the {width}x{height} window")]
-    RegionOutside { region: gamepilot_core::Rect, width: u32, height: u32 },
+    RegionOutside {
+        region: gamepilot_core::Rect,
+        width: u32,
+        height: u32,
+    },
     #[error("shared memory setup failed: {0}")]
     Shm(String),
     #[error("no keycode produces keysym {0}")]

@@ -24,7 +24,14 @@ impl X11 {
     pub fn active_window(&self) -> Result<Option<Window>, X11Error> {
         let r = self
             .conn
-            .get_property(false, self.root, self.atoms.net_active_window, AtomEnum::WINDOW, 0, 1)?
+            .get_property(
+                false,
+                self.root,
+                self.atoms.net_active_window,
+                AtomEnum::WINDOW,
+                0,
+                1,
+            )?
             .reply()?;
         Ok(r.value32().and_then(|mut v| v.next()).filter(|w| *w != 0))
     }
@@ -37,12 +44,15 @@ impl X11 {
     /// manager publishes one, is the active window (INV-ACT-001).
     pub fn is_foreground(&self, target: Window) -> Result<bool, X11Error> {
         let focus = self.input_focus()?;
-        let focus_ok = focus == target || self.is_ancestor(target, focus)? || self.is_ancestor(focus, target)?;
+        let focus_ok =
+            focus == target || self.is_ancestor(target, focus)? || self.is_ancestor(focus, target)?;
         if !focus_ok {
             return Ok(false);
         }
         match self.active_window()? {
-            Some(active) => Ok(active == target || self.is_ancestor(active, target)? || self.is_ancestor(target, active)?),
+            Some(active) => Ok(active == target
+                || self.is_ancestor(active, target)?
+                || self.is_ancestor(target, active)?),
             None => Ok(true),
         }
     }
@@ -95,7 +105,9 @@ impl X11 {
             EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
             ev,
         )?;
-        let _ = self.conn.set_input_focus(InputFocus::PARENT, win, x11rb::CURRENT_TIME);
+        let _ = self
+            .conn
+            .set_input_focus(InputFocus::PARENT, win, x11rb::CURRENT_TIME);
         self.flush()
     }
 }

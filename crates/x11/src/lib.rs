@@ -10,8 +10,8 @@ pub mod error;
 pub mod focus;
 pub mod indicator;
 pub mod input;
-pub mod userinput;
 pub mod tracking;
+pub mod userinput;
 pub mod windows;
 
 pub use capture::WindowCapturer;

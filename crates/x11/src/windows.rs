@@ -70,7 +70,12 @@ impl std::fmt::Display for WindowSelector {
 
 impl X11 {
     fn string_property(&self, win: Window, prop: u32, ty: u32) -> Option<Vec<u8>> {
-        let r = self.conn.get_property(false, win, prop, ty, 0, 4096).ok()?.reply().ok()?;
+        let r = self
+            .conn
+            .get_property(false, win, prop, ty, 0, 4096)
+            .ok()?
+            .reply()
+            .ok()?;
         (r.format == 8 && !r.value.is_empty()).then_some(r.value)
     }
 
@@ -86,7 +91,9 @@ impl X11 {
 
     fn window_class(&self, win: Window) -> Option<(String, String)> {
         let v = self.string_property(win, AtomEnum::WM_CLASS.into(), AtomEnum::STRING.into())?;
-        let mut parts = v.split(|b| *b == 0).map(|p| String::from_utf8_lossy(p).into_owned());
+        let mut parts = v
+            .split(|b| *b == 0)
+            .map(|p| String::from_utf8_lossy(p).into_owned());
         let instance = parts.next().unwrap_or_default();
         let class = parts.next().unwrap_or_default();
         Some((instance, class))
@@ -105,13 +112,30 @@ impl X11 {
 
     /// Client-area rectangle on the root window (works under a reparenting window manager).
     pub fn client_rect(&self, win: Window) -> Result<Rect, X11Error> {
-        let g = self.conn.get_geometry(win)?.reply().map_err(|e| gone_or(e, win))?;
-        let t = self.conn.translate_coordinates(win, self.root, 0, 0)?.reply().map_err(|e| gone_or(e, win))?;
-        Ok(Rect::new(t.dst_x as i32, t.dst_y as i32, g.width as u32, g.height as u32))
+        let g = self
+            .conn
+            .get_geometry(win)?
+            .reply()
+            .map_err(|e| gone_or(e, win))?;
+        let t = self
+            .conn
+            .translate_coordinates(win, self.root, 0, 0)?
+            .reply()
+            .map_err(|e| gone_or(e, win))?;
+        Ok(Rect::new(
+            t.dst_x as i32,
+            t.dst_y as i32,
+            g.width as u32,
+            g.height as u32,
+        ))
     }
 
     pub fn is_mapped(&self, win: Window) -> Result<bool, X11Error> {
-        let a = self.conn.get_window_attributes(win)?.reply().map_err(|e| gone_or(e, win))?;
+        let a = self
+            .conn
+            .get_window_attributes(win)?
+            .reply()
+            .map_err(|e| gone_or(e, win))?;
         Ok(a.map_state == MapState::VIEWABLE)
     }
 
@@ -134,7 +158,14 @@ impl X11 {
     /// with a WM_CLASS found at most two levels below the root (bare X servers, reparenting frames).
     pub fn list_windows(&self) -> Result<Vec<WindowInfo>, X11Error> {
         let mut ids: Vec<Window> = Vec::new();
-        if let Ok(c) = self.conn.get_property(false, self.root, self.atoms.net_client_list, AtomEnum::WINDOW, 0, 4096) {
+        if let Ok(c) = self.conn.get_property(
+            false,
+            self.root,
+            self.atoms.net_client_list,
+            AtomEnum::WINDOW,
+            0,
+            4096,
+        ) {
             if let Ok(r) = c.reply() {
                 if let Some(v) = r.value32() {
                     ids.extend(v);
@@ -170,17 +201,29 @@ impl X11 {
                 }
             });
         }
-        let all: Vec<WindowInfo> = self.list_windows()?.into_iter().filter(|w| sel.matches(w)).collect();
+        let all: Vec<WindowInfo> = self
+            .list_windows()?
+            .into_iter()
+            .filter(|w| sel.matches(w))
+            .collect();
         // Prefer mapped windows when several match.
         let mapped: Vec<&WindowInfo> = all.iter().filter(|w| w.mapped).collect();
-        let pick: Vec<&WindowInfo> = if mapped.is_empty() { all.iter().collect() } else { mapped };
+        let pick: Vec<&WindowInfo> = if mapped.is_empty() {
+            all.iter().collect()
+        } else {
+            mapped
+        };
         match pick.len() {
             0 => Err(X11Error::UnknownWindow(sel.to_string())),
             1 => Ok(pick[0].clone()),
             n => Err(X11Error::AmbiguousWindow {
                 selector: sel.to_string(),
                 count: n,
-                ids: pick.iter().map(|w| format!("0x{:x}", w.id)).collect::<Vec<_>>().join(", "),
+                ids: pick
+                    .iter()
+                    .map(|w| format!("0x{:x}", w.id))
+                    .collect::<Vec<_>>()
+                    .join(", "),
             }),
         }
     }
@@ -213,7 +256,13 @@ mod tests {
     fn selector_parsing() {
         assert_eq!(WindowSelector::parse("0x1a00003"), WindowSelector::Id(0x1a00003));
         assert_eq!(WindowSelector::parse("42"), WindowSelector::Id(42));
-        assert_eq!(WindowSelector::parse("Practice Arena"), WindowSelector::Title("Practice Arena".into()));
-        assert_eq!(WindowSelector::parse("class:practice-arena"), WindowSelector::Class("practice-arena".into()));
+        assert_eq!(
+            WindowSelector::parse("Practice Arena"),
+            WindowSelector::Title("Practice Arena".into())
+        );
+        assert_eq!(
+            WindowSelector::parse("class:practice-arena"),
+            WindowSelector::Class("practice-arena".into())
+        );
     }
 }

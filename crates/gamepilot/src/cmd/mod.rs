@@ -2,8 +2,8 @@
 
 pub mod act;
 pub mod bench;
-pub mod bench_model;
 pub mod bench_executor;
+pub mod bench_model;
 pub mod bench_perception;
 pub mod capture;
 pub mod classify;
