@@ -58,6 +58,17 @@ pub fn replay(rec: &Recording) -> Result<ReplayOutcome, ReplayError> {
             recorded_count += 1;
         }
     }
+    // A session that did not end cleanly may have lost the tail of its last input's decisions.
+    let ended = rec
+        .lines
+        .iter()
+        .any(|l| matches!(l.record, Record::SessionEnd { .. }));
+    let last_input = rec
+        .lines
+        .iter()
+        .rev()
+        .find(|l| matches!(l.record, Record::LoopEvent { .. }))
+        .map(|l| l.seq);
     let mut state = LoopState::new(cfg);
     let mut decisions = Vec::new();
     let mut divergences = Vec::new();
@@ -77,7 +88,8 @@ pub fn replay(rec: &Recording) -> Result<ReplayOutcome, ReplayError> {
             .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
             .collect();
         let want = recorded.remove(&l.seq).unwrap_or_default();
-        if want != replayed {
+        let cut_short = !ended && Some(l.seq) == last_input && replayed.starts_with(&want);
+        if want != replayed && !cut_short {
             divergences.push(Divergence {
                 input: l.seq,
                 t_us: l.t_us,

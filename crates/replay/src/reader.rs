@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 pub struct Recording {
     pub dir: PathBuf,
     pub lines: Vec<Line>,
+    /// The last line was cut off (the writer died mid-line) and was left out.
+    pub truncated: bool,
 }
 
 impl Recording {
@@ -25,16 +27,25 @@ impl Recording {
     /// Parse the text of an `events.jsonl` (empty lines are skipped).
     pub fn parse(dir: &Path, path: &Path, text: &str) -> Result<Recording, ReplayError> {
         let mut lines = Vec::new();
-        for (i, l) in text.lines().enumerate() {
-            if l.trim().is_empty() {
-                continue;
+        let mut truncated = false;
+        let all: Vec<(usize, &str)> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .collect();
+        for (k, (i, l)) in all.iter().enumerate() {
+            match serde_json::from_str::<Line>(l) {
+                Ok(line) => lines.push(line),
+                // A final line without its newline is a write cut short by a crash: leave it out.
+                Err(_) if k + 1 == all.len() && !text.ends_with('\n') && k > 0 => truncated = true,
+                Err(e) => {
+                    return Err(ReplayError::BadLine {
+                        path: path.to_path_buf(),
+                        line: i + 1,
+                        message: e.to_string(),
+                    })
+                }
             }
-            let line: Line = serde_json::from_str(l).map_err(|e| ReplayError::BadLine {
-                path: path.to_path_buf(),
-                line: i + 1,
-                message: e.to_string(),
-            })?;
-            lines.push(line);
         }
         match lines.first().map(|l| &l.record) {
             Some(Record::SessionStart(h)) if h.schema_version != SCHEMA_VERSION => Err(ReplayError::Schema {
@@ -45,6 +56,7 @@ impl Recording {
             Some(Record::SessionStart(_)) => Ok(Recording {
                 dir: dir.to_path_buf(),
                 lines,
+                truncated,
             }),
             _ => Err(ReplayError::NoHeader(path.to_path_buf())),
         }
@@ -93,6 +105,18 @@ mod tests {
         let text = format!("{v1}\n\n{note}\n");
         let r = Recording::parse(d, p, &text).unwrap();
         assert_eq!(r.lines.len(), 2);
+        assert!(!r.truncated);
         assert_eq!(r.header().unwrap().goal, "g");
+        // a crash mid-line: the cut line is left out and flagged
+        let cut = format!("{v1}\n{note}\n{{\"seq\":2,\"t_us\":5,\"ki");
+        let r = Recording::parse(d, p, &cut).unwrap();
+        assert_eq!(r.lines.len(), 2);
+        assert!(r.truncated);
+        // a bad line that is not the last one is still an error
+        let bad = format!("{v1}\n{{\"seq\":1\n{note}");
+        assert!(matches!(
+            Recording::parse(d, p, &bad),
+            Err(ReplayError::BadLine { line: 2, .. })
+        ));
     }
 }

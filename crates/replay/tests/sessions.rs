@@ -206,7 +206,11 @@ impl Sim {
     }
 
     fn evidence_with(&mut self, a: ActionId, ev: Evidence, facts: FailureFacts) -> Vec<Command> {
-        self.ev(Event::Evidence { action: a, evidence: ev, facts })
+        self.ev(Event::Evidence {
+            action: a,
+            evidence: ev,
+            facts,
+        })
     }
 
     fn frame(&mut self, shade: u8, marked: bool) {
@@ -486,18 +490,37 @@ fn scenario_deliberation(dir: &Path) {
 
 /// Grounding paths compete per scene class, and failures of every cause are attributed.
 fn scenario_paths(dir: &Path) {
-    let mut s = Sim::new(dir, LoopConfig { path_min_trials: 1, ..quiet() }, "buy a sword");
-    s.ev(Event::Start { goal: "buy a sword".into() });
+    let mut s = Sim::new(
+        dir,
+        LoopConfig {
+            path_min_trials: 1,
+            ..quiet()
+        },
+        "buy a sword",
+    );
+    s.ev(Event::Start {
+        goal: "buy a sword".into(),
+    });
     s.t_us += 1000;
     let mut p = plan(&[1, 2]);
-    p.subgoals[0].budget = Budget { max_time_ms: None, max_actions: Some(7) };
-    s.ev(Event::DeliberationDone { pass: 1, plan: Some(p) });
+    p.subgoals[0].budget = Budget {
+        max_time_ms: None,
+        max_actions: Some(7),
+    };
+    s.ev(Event::DeliberationDone {
+        pass: 1,
+        plan: Some(p),
+    });
     let facts = |f: fn(&mut FailureFacts)| {
         let mut x = FailureFacts::default();
         f(&mut x);
         x
     };
-    let point = |x: i32| Some(Target::Point { point: gamepilot_core::Point::new(x, 100) });
+    let point = |x: i32| {
+        Some(Target::Point {
+            point: gamepilot_core::Point::new(x, 100),
+        })
+    };
     // the evidence matching the expected change `propose_via` declares for the target
     let step = |s: &mut Sim, key: &str, target: Option<Target>, path, ok: bool, f: FailureFacts| {
         let ev = match target {
@@ -514,34 +537,98 @@ fn scenario_paths(dir: &Path) {
         a
     };
     // mark landed where no element was: grounding
-    step(&mut s, "click 1", mark(1), GroundingPath::Mark, false, facts(|f| f.target_present = Some(false)));
-    step(&mut s, "click 100,100", point(100), GroundingPath::Coordinate, true, FailureFacts::default());
+    step(
+        &mut s,
+        "click 1",
+        mark(1),
+        GroundingPath::Mark,
+        false,
+        facts(|f| f.target_present = Some(false)),
+    );
+    step(
+        &mut s,
+        "click 100,100",
+        point(100),
+        GroundingPath::Coordinate,
+        true,
+        FailureFacts::default(),
+    );
     // the element reacted, not as expected: action choice
-    step(&mut s, "click 3", mark(3), GroundingPath::Mark, false, facts(|f| f.target_region_changed = Some(true)));
-    step(&mut s, "click 300,100", point(300), GroundingPath::Coordinate, true, FailureFacts::default());
+    step(
+        &mut s,
+        "click 3",
+        mark(3),
+        GroundingPath::Mark,
+        false,
+        facts(|f| f.target_region_changed = Some(true)),
+    );
+    step(
+        &mut s,
+        "click 300,100",
+        point(300),
+        GroundingPath::Coordinate,
+        true,
+        FailureFacts::default(),
+    );
     // two-stage has not been tried in this scene yet: it is explored
     s.ev(Event::GroundingRequest {
         request: 1,
         scene: "menu".into(),
-        offered: vec![GroundingPath::Mark, GroundingPath::Coordinate, GroundingPath::TwoStage],
+        offered: vec![
+            GroundingPath::Mark,
+            GroundingPath::Coordinate,
+            GroundingPath::TwoStage,
+        ],
     });
     // a cutscene started on its own: the game
-    step(&mut s, "click 500,100", point(500), GroundingPath::TwoStage, false, facts(|f| f.unprompted_scene_change = true));
+    step(
+        &mut s,
+        "click 500,100",
+        point(500),
+        GroundingPath::TwoStage,
+        false,
+        facts(|f| f.unprompted_scene_change = true),
+    );
     // now the rates decide
     s.ev(Event::GroundingRequest {
         request: 2,
         scene: "menu".into(),
-        offered: vec![GroundingPath::Mark, GroundingPath::Coordinate, GroundingPath::TwoStage],
+        offered: vec![
+            GroundingPath::Mark,
+            GroundingPath::Coordinate,
+            GroundingPath::TwoStage,
+        ],
     });
-    s.ev(Event::GroundingRequest { request: 3, scene: "shop".into(), offered: vec![GroundingPath::Mark, GroundingPath::Coordinate] });
+    s.ev(Event::GroundingRequest {
+        request: 3,
+        scene: "shop".into(),
+        offered: vec![GroundingPath::Mark, GroundingPath::Coordinate],
+    });
     // the sensor could not be read well enough: perception
-    step(&mut s, "click 11", mark(11), GroundingPath::Mark, false, facts(|f| f.evidence_undefined = true));
+    step(
+        &mut s,
+        "click 11",
+        mark(11),
+        GroundingPath::Mark,
+        false,
+        facts(|f| f.evidence_undefined = true),
+    );
     // the input never arrived: execution
     s.t_us += 10_000;
     let (b, _) = s.propose_via("click 9", mark(9), Some(GroundingPath::Mark), 0);
-    s.ev(Event::ActionFailed { action: b, reason: "focus lost".into() });
+    s.ev(Event::ActionFailed {
+        action: b,
+        reason: "focus lost".into(),
+    });
     // the eighth action exceeds subgoal 1's budget of seven: the plan
-    step(&mut s, "click 12", mark(12), GroundingPath::Mark, true, FailureFacts::default());
+    step(
+        &mut s,
+        "click 12",
+        mark(12),
+        GroundingPath::Mark,
+        true,
+        FailureFacts::default(),
+    );
     s.finish("test end");
 }
 
@@ -810,9 +897,18 @@ fn grounding_path_follows_rates_and_every_cause_is_attributed() {
     let dir = fixture_dir("paths");
     let d = replayed(&dir);
     let c = cmds(&d);
-    assert!(c.contains(&&Command::UsePath { request: 1, path: Some(GroundingPath::TwoStage) }));
-    assert!(c.contains(&&Command::UsePath { request: 2, path: Some(GroundingPath::Coordinate) }));
-    assert!(c.contains(&&Command::UsePath { request: 3, path: Some(GroundingPath::Mark) }));
+    assert!(c.contains(&&Command::UsePath {
+        request: 1,
+        path: Some(GroundingPath::TwoStage)
+    }));
+    assert!(c.contains(&&Command::UsePath {
+        request: 2,
+        path: Some(GroundingPath::Coordinate)
+    }));
+    assert!(c.contains(&&Command::UsePath {
+        request: 3,
+        path: Some(GroundingPath::Mark)
+    }));
     let rec = Recording::open(&dir).unwrap();
     let a = Analysis::of(&rec);
     for cause in gamepilot_grounding::FailureCause::ALL {
@@ -869,4 +965,35 @@ fn report_is_self_contained_html() {
     let html = gamepilot_replay::render_html(&rec, None);
     assert!(html.contains("<polyline"));
     assert!(html.contains("scene_change"));
+}
+
+#[test]
+fn a_recording_cut_short_by_a_crash_still_replays() {
+    // Replay method: a session that died mid-write (no session_end, last line cut) is still checked
+    let (_tmp, dir) = written(scenario_suppressed);
+    let path = dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // drop session_end and cut the final decision of the last input in half
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"kind\":\"session_end\""))
+        .collect();
+    let last_decision = lines
+        .iter()
+        .rposition(|l| l.contains("\"kind\":\"decision\""))
+        .unwrap();
+    let mut cut: String = lines[..last_decision].iter().map(|l| format!("{l}\n")).collect();
+    cut.push_str(&lines[last_decision][..20]);
+    std::fs::write(&path, cut).unwrap();
+    let rec = Recording::open(&dir).unwrap();
+    assert!(rec.truncated);
+    let out = replay(&rec).unwrap();
+    assert!(out.matches(), "{:#?}", out.divergences);
+    // but a tampered earlier decision is still caught
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("\"until_tick\":4", "\"until_tick\":5", 1)).unwrap();
+    assert_eq!(
+        replay(&Recording::open(&dir).unwrap()).unwrap().divergences.len(),
+        1
+    );
 }

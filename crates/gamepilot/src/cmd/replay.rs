@@ -19,6 +19,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let rec = gamepilot_replay::Recording::open(&args.dir)
         .with_context(|| format!("reading the recording in {}", args.dir.display()))?;
+    if rec.truncated && !args.json {
+        println!("note: the last line was cut short (the session did not end cleanly); it was left out");
+    }
     let out = gamepilot_replay::replay(&rec).context("replaying the recording")?;
     let s = out.state.verdict_counts();
     let hist: Vec<(String, u64)> = out
