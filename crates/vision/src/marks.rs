@@ -197,8 +197,9 @@ fn best_spot(b: &Rect, lw: u32, lh: u32, bounds: &Rect, boxes: &[Rect], placed: 
         (b.right() as i32 - lw_i, b.bottom() as i32 - lh_i, 0.7),
     ];
     // A target that can hold its label without losing much of itself carries it in its top-left
-    // corner: unambiguous in dense grids, where an outside label sits between two cells.
-    let roomy = b.w >= lw + 4 && b.h >= lh + 4 && (lw * lh) as u64 * 10 <= b.area() * 3;
+    // corner: unambiguous in dense grids, where an outside label sits between two cells. Boxes less than
+    // two labels tall (text lines) keep their label outside so that it hides none of their text.
+    let roomy = b.w >= lw + 4 && b.h >= 2 * lh && (lw * lh) as u64 * 10 <= b.area() * 3;
     if roomy {
         let inside = Rect::new(b.x + 1, b.y + 1, lw, lh);
         let clear = placed.iter().all(|p| inside.intersection(&p.label_box).is_none());

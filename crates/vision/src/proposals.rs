@@ -113,6 +113,8 @@ pub fn propose(
                 .iter()
                 .any(|s| s.area() > c.bbox.area() && overlap_fraction(&c.bbox, s) > 0.8)
     });
+    // Panels holding three or more shapes are containers; drop them before text labels a shape.
+    drop_containers(&mut cands);
     let text_cands = text_candidates(texts, p);
     cands = attach_labels(cands, text_cands);
     for (t, bbox, score) in atlas.find_all(view) {
