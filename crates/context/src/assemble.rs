@@ -21,7 +21,9 @@ pub struct ContextConfig {
     /// Bytes per token for estimates when the host has not reported a count.
     pub bytes_per_token: f32,
     pub note_cap: NoteCap,
-    /// History lines a tactical / deliberative prompt shows (most recent).
+    /// History lines a tactical / deliberative prompt shows (most recent): between n and 2n-1, the
+    /// window's start moving only every n entries so that consecutive prompts stay append-only
+    /// and the host's prefix cache reaches into the history block (FR-CTX-002).
     pub tactical_history: usize,
     pub deliberative_history: usize,
     /// Earlier observations (text) a tactical / deliberative prompt shows.
@@ -96,6 +98,15 @@ controller turns the current subgoal into actions using the tools below."
         }
     };
     format!("{role}\n\nTools:\n{}\n\n{SAFETY}", tools.describe())
+}
+
+/// First history entry shown when `len` entries exist and a prompt shows at least `n`: the window
+/// start moves in steps of `n`, so between steps each prompt only appends to the previous one.
+fn history_window_start(len: usize, n: usize) -> usize {
+    if n == 0 {
+        return len;
+    }
+    (len.saturating_sub(n) / n) * n
 }
 
 /// One session's context: the agent's only memory (INV-CTX-001). It is never written to disk by this
@@ -296,7 +307,7 @@ impl Context {
             out.push_str("\nSummary of earlier actions: ");
             out.push_str(s);
         }
-        let skip = self.history.len().saturating_sub(n);
+        let skip = history_window_start(self.history.len(), n);
         if self.history.is_empty() && self.history_summary.is_none() {
             out.push_str("\n(none yet)");
         }
@@ -586,6 +597,44 @@ mod tests {
             assert_eq!(p.block_text(Block::System).unwrap(), sys);
             assert!(p.render().starts_with(&ra[..history_start]));
         }
+    }
+
+    #[test]
+    fn history_window_moves_in_steps_so_prompts_stay_append_only() {
+        // FR-CTX-002: the cached prefix reaches into the history block on most ticks
+        assert_eq!(
+            (0..=24).map(|l| history_window_start(l, 8)).collect::<Vec<_>>(),
+            {
+                let mut v = vec![0; 16];
+                v.extend([8; 8]);
+                v.push(16);
+                v
+            }
+        );
+        assert_eq!(history_window_start(5, 0), 5);
+        let mut c = ctx();
+        let mut extended = 0;
+        let mut prev = c.assemble(Cadence::Tactical, &obs(4_000, "tick"), None);
+        for t in 0..40u64 {
+            c.record(HistoryEntry::new(
+                MonoTime::from_millis(5_000 + t * 100),
+                format!("{{\"action\":\"wait\",\"duration_ms\":{t}}}"),
+                "confirmed",
+            ));
+            let p = c.assemble(Cadence::Tactical, &obs(5_000 + t * 100, "tick"), None);
+            let (a, b) = (
+                prev.block_text(Block::History).unwrap(),
+                p.block_text(Block::History).unwrap(),
+            );
+            if b.starts_with(a) {
+                extended += 1;
+            }
+            prev = p;
+        }
+        assert!(
+            extended >= 34,
+            "history block only appended on {extended} of 40 ticks"
+        );
     }
 
     #[test]

@@ -114,6 +114,20 @@ pub fn encode_for_budget(frame: &FrameView<'_>, max_pixels: u64) -> Result<Image
     })
 }
 
+/// The image for a call, or `None` when the host is not known to take images (a text-only model: the
+/// observation's text form stands in for it, and llama.cpp would refuse the image with HTTP 500).
+pub fn image_for_host(
+    caps: &crate::client::Capabilities,
+    frame: &FrameView<'_>,
+    cadence: Cadence,
+    budget: &VisualBudget,
+) -> Result<Option<ImagePart>, ModelError> {
+    if caps.vision != Some(true) {
+        return Ok(None);
+    }
+    encode_for_budget(frame, budget.pixels(cadence)).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +177,30 @@ mod tests {
         assert_eq!(decoded.dimensions(), (160, 90));
         assert_eq!(decoded.get_pixel(80, 45).0[0], 200);
         assert!(part.data_url().starts_with("data:image/png;base64,iVBOR"));
+        // FR-MODEL-002: the cadence picks the budget; a text-only host gets no image at all
+        let b = VisualBudget::new(64 * 36, 160 * 90).unwrap();
+        let mut caps = crate::client::Capabilities {
+            vision: Some(true),
+            n_ctx: None,
+            model_path: None,
+        };
+        let t = image_for_host(&caps, &frame, Cadence::Tactical, &b)
+            .unwrap()
+            .unwrap();
+        let d = image_for_host(&caps, &frame, Cadence::Deliberative, &b)
+            .unwrap()
+            .unwrap();
+        assert_eq!(((t.width, t.height), (d.width, d.height)), ((64, 36), (160, 90)));
+        caps.vision = Some(false);
+        assert_eq!(
+            image_for_host(&caps, &frame, Cadence::Tactical, &b).unwrap(),
+            None
+        );
+        caps.vision = None;
+        assert_eq!(
+            image_for_host(&caps, &frame, Cadence::Deliberative, &b).unwrap(),
+            None
+        );
         let empty = FrameView::new(0, 0, 0, PixelFormat::Bgrx, &[]).unwrap();
         assert!(matches!(
             encode_for_budget(&empty, 100),
