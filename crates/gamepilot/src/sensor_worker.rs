@@ -97,7 +97,6 @@ impl SensorWorker {
 
     /// Move finished readings into the cache (never blocks); returns how many arrived.
     /// The reflex loop's path (the CLI waits with [`SensorWorker::wait`] instead).
-    #[allow(dead_code)]
     pub fn collect(&mut self, cache: &mut RecognitionCache) -> usize {
         let mut n = 0;
         while let Ok((key, reading)) = self.rx.try_recv() {

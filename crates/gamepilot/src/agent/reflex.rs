@@ -205,7 +205,8 @@ pub fn run(
     let mut sparse = SparseFrame::default();
     let mut evaluator = setup.program.clone().map(|p| Evaluator::new(p, setup.declared));
     let mut recognition = RecognitionCache::new(64, 8);
-    let (ocr_tx, ocr_results) = spawn_recognition_worker();
+    // region_integer is read by tesseract on its own thread; a missing tesseract leaves it undefined.
+    let mut ocr_worker = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::TesseractDigits::new).ok();
     let mut ex = Executor::new(setup.exec.clone());
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
     let mut watches: Vec<WatchState> = Vec::new();
@@ -379,11 +380,9 @@ pub fn run(
             }
             // region_integer never blocks the tick: requests go to the recognition worker thread and
             // readings come back on later ticks; until then the value is undefined (never stale, never 0).
-            for req in recognition.take_requests() {
-                let _ = ocr_tx.send(req);
-            }
-            while let Ok((key, reading)) = ocr_results.try_recv() {
-                recognition.fulfil(key, reading);
+            if let Some(w) = ocr_worker.as_mut() {
+                w.submit(&mut recognition);
+                w.collect(&mut recognition);
             }
         }
         let to_thumb = |r: Rect| -> Rect {
@@ -457,42 +456,6 @@ fn report_finished(
             report: serde_json::to_string(&r.kind).unwrap_or_default(),
         });
     }
-}
-
-/// Tesseract reads region_integer crops on its own thread (FR-PERC-008: never on the reflex tick).
-struct TesseractDigits;
-
-impl gamepilot_sensor::DigitReader for TesseractDigits {
-    fn read_integer(
-        &mut self,
-        view: gamepilot_core::FrameView<'_>,
-        region: Rect,
-        digits: Option<u32>,
-    ) -> Option<i64> {
-        gamepilot_ocr::read_integer(&view, region, digits.unwrap_or(0))
-    }
-}
-
-type RecognitionResult = (gamepilot_sensor::RecognitionKey, Option<i64>);
-
-fn spawn_recognition_worker() -> (
-    Sender<gamepilot_sensor::RecognitionRequest>,
-    Receiver<RecognitionResult>,
-) {
-    let (req_tx, req_rx) = std::sync::mpsc::channel::<gamepilot_sensor::RecognitionRequest>();
-    let (res_tx, res_rx) = std::sync::mpsc::channel();
-    let _ = std::thread::Builder::new()
-        .name("recognition".into())
-        .spawn(move || {
-            let mut reader = TesseractDigits;
-            while let Ok(req) = req_rx.recv() {
-                let reading = req.read_with(&mut reader);
-                if res_tx.send((req.key, reading)).is_err() {
-                    break;
-                }
-            }
-        });
-    (req_tx, res_rx)
 }
 
 /// Compare the held record with the server (INV-ACT-002) and release what the record does not own.
