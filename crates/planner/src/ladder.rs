@@ -70,6 +70,14 @@ impl Ladder {
         next
     }
 
+    /// The current rung produced something (research found sources): it starts over on the same rung,
+    /// timed from `now`. Idle stays idle.
+    pub fn restart(&mut self, now: MonoTime) {
+        if let Some((r, _)) = self.current {
+            self.current = Some((r, now));
+        }
+    }
+
     /// Progress was made: the current rung worked and the ladder returns to idle. Returns that rung.
     pub fn succeeded(&mut self) -> Option<Rung> {
         self.current.take().map(|(r, _)| r)
@@ -104,5 +112,19 @@ mod tests {
         assert_eq!(l.since(), Some(MonoTime::from_millis(5)));
         assert_eq!(Rung::SafeState.next(), Some(Rung::StopAndNotify));
         assert_eq!(Rung::StopAndNotify.next(), None);
+    }
+
+    #[test]
+    fn restart_keeps_the_rung_and_resets_its_time() {
+        // FR-LOOP-006
+        let mut l = Ladder::default();
+        l.restart(MonoTime::from_millis(3));
+        assert_eq!(l.current(), None);
+        for _ in 0..4 {
+            l.climb(MonoTime::from_millis(1));
+        }
+        l.restart(MonoTime::from_millis(9));
+        assert_eq!(l.current(), Some(Rung::Research));
+        assert_eq!(l.since(), Some(MonoTime::from_millis(9)));
     }
 }

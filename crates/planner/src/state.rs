@@ -89,6 +89,9 @@ pub enum Trigger {
     Timer,
     /// The ladder's replan rung: the pass must produce a different plan.
     Replan,
+    /// Research returned something (a note and untrusted excerpts are in the context): the pass replans
+    /// with the new knowledge (FR-LOOP-006's research rung, FR-LOOP-007).
+    Research,
 }
 
 /// Why a proposed action was not executed.
@@ -188,6 +191,13 @@ pub enum Event {
     RungFailed {
         rung: Rung,
         reason: String,
+    },
+    /// Research (the ladder's research rung) ended. `found`: at least one source was read and its note is
+    /// in the context, so a deliberative pass replans with it; otherwise the research rung failed.
+    /// `summary` is the note written (or why nothing was found), kept for the recording.
+    ResearchDone {
+        found: bool,
+        summary: String,
     },
     WindowClosed,
     UserStop,
@@ -559,10 +569,10 @@ impl LoopState {
             }
             Event::DeliberationDone { pass, plan } => self.on_pass_done(now, pass, plan, &mut out),
             Event::DeliberationFailed { pass, .. } => {
-                if self.deliberating.map(|p| p.pass) == Some(pass) {
+                if let Some(p) = self.deliberating.filter(|p| p.pass == pass) {
                     self.deliberating = None;
                     self.last_pass_end = now;
-                    if self.ladder.current() == Some(Rung::Replan) {
+                    if self.ladder.current() == Some(Rung::Replan) || self.rung_pass(p.trigger) {
                         self.rung_failed(now, &mut out);
                     }
                     self.start_pending(now, &mut out);
@@ -573,6 +583,7 @@ impl LoopState {
                     self.rung_failed(now, &mut out);
                 }
             }
+            Event::ResearchDone { found, .. } => self.on_research_done(now, found, &mut out),
             Event::WindowClosed => self.stop(StopReason::WindowClosed, &mut out),
             Event::UserStop => self.stop(StopReason::UserStop, &mut out),
         }
@@ -792,6 +803,34 @@ impl LoopState {
         }
     }
 
+    /// True when a pass with this trigger carries out the rung the ladder is on (replan, or the replan
+    /// that follows research): such a pass that keeps the plan, or fails, fails the rung.
+    fn rung_pass(&self, trigger: Trigger) -> bool {
+        matches!(
+            (trigger, self.ladder.current()),
+            (Trigger::Replan, Some(Rung::Replan)) | (Trigger::Research, Some(Rung::Research))
+        )
+    }
+
+    /// Research ended (FR-LOOP-006's research rung). Something found is new knowledge: a deliberative pass
+    /// replans with it (FR-LOOP-007) and, when the ladder is on the research rung, that rung has produced
+    /// something, so it gets a full rung period for the new plan to show progress. Nothing found fails the
+    /// research rung like `RungFailed`.
+    fn on_research_done(&mut self, now: MonoTime, found: bool, out: &mut Vec<Command>) {
+        let on_rung = self.ladder.current() == Some(Rung::Research);
+        if !found {
+            if on_rung {
+                self.rung_failed(now, out);
+            }
+            return;
+        }
+        if on_rung {
+            self.ladder.restart(now);
+            self.detectors.restart(now);
+        }
+        self.request_pass(Trigger::Research, now, out);
+    }
+
     fn progress_made(&mut self, out: &mut Vec<Command>) {
         if let Some(rung) = self.ladder.succeeded() {
             self.avoid_key = None;
@@ -838,10 +877,17 @@ impl LoopState {
     }
 
     /// Request a deliberative pass. At most one runs; requests during a pass are coalesced into one
-    /// follow-up pass (a replan request takes precedence). The request never waits (NFR-LOOP-001).
+    /// follow-up pass (a replan request takes precedence, then research). The request never waits
+    /// (NFR-LOOP-001).
     fn request_pass(&mut self, trigger: Trigger, now: MonoTime, out: &mut Vec<Command>) {
         if self.deliberating.is_some() {
-            if self.pending_trigger.is_none() || trigger == Trigger::Replan {
+            // A replan request takes precedence over any other; research over all but a replan.
+            let wins = match self.pending_trigger {
+                None => true,
+                Some(Trigger::Replan) => false,
+                Some(_) => matches!(trigger, Trigger::Replan | Trigger::Research),
+            };
+            if wins {
                 self.pending_trigger = Some(trigger);
             }
             return;
@@ -874,11 +920,11 @@ impl LoopState {
         };
         self.deliberating = None;
         self.last_pass_end = now;
-        let replan = current.trigger == Trigger::Replan;
+        let rung_pass = self.rung_pass(current.trigger);
         match spec {
             None => {
                 out.push(Command::PlanKept { pass });
-                if replan && self.ladder.current() == Some(Rung::Replan) {
+                if rung_pass {
                     self.rung_failed(now, out);
                 }
             }
@@ -888,7 +934,7 @@ impl LoopState {
                         pass,
                         reason: e.to_string(),
                     });
-                    if replan && self.ladder.current() == Some(Rung::Replan) {
+                    if rung_pass {
                         self.rung_failed(now, out);
                     }
                 }

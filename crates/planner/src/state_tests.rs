@@ -1052,3 +1052,228 @@ fn status_snapshot_reports_plan_ladder_and_signals() {
     assert_eq!(st.recent_stuck[0].1, StuckSignal::PerceptualStasis);
     assert_eq!(st.deliberating, Some(2));
 }
+
+/// Climb to the research rung: retry and alternative action fail by stasis, the replan keeps the plan.
+fn to_research(cfg: LoopConfig) -> H {
+    let mut h = H::ready(LoopConfig {
+        signals: SignalConfig {
+            stasis_ms: 500,
+            ..Default::default()
+        },
+        ..cfg
+    });
+    stall(&mut h);
+    settle_passes(&mut h);
+    stall(&mut h);
+    settle_passes(&mut h);
+    let c = stall(&mut h);
+    assert!(has(&c, &Command::Escalate { rung: Rung::Replan }));
+    settle_passes(&mut h);
+    assert_eq!(h.s.rung(), Some(Rung::Research));
+    assert_eq!(h.s.deliberating(), None);
+    h
+}
+
+fn research_pass(c: &[Command]) -> Option<u64> {
+    c.iter().find_map(|c| match c {
+        Command::StartDeliberation {
+            pass,
+            trigger: Trigger::Research,
+        } => Some(*pass),
+        _ => None,
+    })
+}
+
+#[test]
+fn research_found_triggers_a_replan_that_uses_it() {
+    // FR-LOOP-006 (research rung produces something), FR-LOOP-007 (research result triggers a pass)
+    let mut h = to_research(LoopConfig {
+        rung_timeout_ms: 3000,
+        ..no_timer()
+    });
+    let climbed = h.t;
+    h.at(climbed + 2500);
+    let c = h.ev(Event::ResearchDone {
+        found: true,
+        summary: "note: the bridge lowers with the lever (source: http://guide.example/river)".into(),
+    });
+    let pass = research_pass(&c).expect("research found starts a research pass");
+    assert!(!c.iter().any(|c| matches!(c, Command::Escalate { .. })));
+    // the rung produced something: it is timed again from the research result, not from the climb
+    h.at(climbed + 3000);
+    assert!(!h
+        .tick(FrameChange::Local, 0)
+        .iter()
+        .any(|c| matches!(c, Command::Escalate { .. })));
+    assert_eq!(h.s.rung(), Some(Rung::Research));
+    // the pass replans with the new knowledge: the new plan replaces the old one (INV-LOOP-001)
+    let c = h.ev(Event::DeliberationDone {
+        pass,
+        plan: Some(plan(&[7])),
+    });
+    assert!(has(
+        &c,
+        &Command::PlanAdopted {
+            plan: PlanId(2),
+            subgoals: vec![SubgoalId(7)]
+        }
+    ));
+    assert!(has(
+        &c,
+        &Command::CancelSubgoal {
+            subgoal: SubgoalId(1)
+        }
+    ));
+    assert_eq!(h.s.active_subgoal(), Some(SubgoalId(7)));
+    // progress on the new plan: the research rung worked
+    let (a, _) = h.propose("pull lever", None);
+    let c = h.evidence(a, Some(true));
+    assert!(has(&c, &Command::LadderReset { rung: Rung::Research }));
+    assert_eq!(h.s.rung(), None);
+}
+
+#[test]
+fn research_rung_times_out_a_full_period_after_the_result() {
+    // FR-LOOP-006
+    let mut h = to_research(LoopConfig {
+        rung_timeout_ms: 3000,
+        ..no_timer()
+    });
+    let found_at = h.t + 2000;
+    h.at(found_at);
+    let c = h.ev(Event::ResearchDone {
+        found: true,
+        summary: "note: x".into(),
+    });
+    let pass = research_pass(&c).expect("a research pass");
+    h.ev(Event::DeliberationDone {
+        pass,
+        plan: Some(plan(&[4])),
+    });
+    h.at(found_at + 2999);
+    assert!(!has(
+        &h.tick(FrameChange::Local, 0),
+        &Command::Escalate {
+            rung: Rung::SafeState
+        }
+    ));
+    h.at(found_at + 3000);
+    assert!(has(
+        &h.tick(FrameChange::Local, 0),
+        &Command::Escalate {
+            rung: Rung::SafeState
+        }
+    ));
+}
+
+#[test]
+fn research_found_but_plan_kept_fails_the_rung() {
+    // FR-LOOP-006: the research pass exists to replan; keeping the plan (or failing) is a failed rung
+    let mut h = to_research(no_timer());
+    let c = h.ev(Event::ResearchDone {
+        found: true,
+        summary: "note: y".into(),
+    });
+    let pass = research_pass(&c).expect("a research pass");
+    let c = h.ev(Event::DeliberationDone { pass, plan: None });
+    assert!(has(&c, &Command::PlanKept { pass }));
+    assert!(has(
+        &c,
+        &Command::Escalate {
+            rung: Rung::SafeState
+        }
+    ));
+
+    let mut h = to_research(no_timer());
+    let pass = research_pass(&h.ev(Event::ResearchDone {
+        found: true,
+        summary: "note: y".into(),
+    }))
+    .expect("a research pass");
+    let c = h.ev(Event::DeliberationFailed {
+        pass,
+        reason: "model timeout".into(),
+    });
+    assert!(has(
+        &c,
+        &Command::Escalate {
+            rung: Rung::SafeState
+        }
+    ));
+}
+
+#[test]
+fn research_nothing_found_fails_the_rung_like_rung_failed() {
+    // FR-LOOP-006: "research unavailable" / nothing found moves the ladder on and never fakes an answer
+    let mut h = to_research(no_timer());
+    let c = h.ev(Event::ResearchDone {
+        found: false,
+        summary: "research found nothing usable".into(),
+    });
+    assert_eq!(
+        c,
+        vec![Command::Escalate {
+            rung: Rung::SafeState
+        }]
+    );
+    assert_eq!(research_pass(&c), None);
+    // a second (late) empty result for a rung we are no longer on changes nothing
+    assert!(h
+        .ev(Event::ResearchDone {
+            found: false,
+            summary: "late".into()
+        })
+        .is_empty());
+    assert_eq!(h.s.rung(), Some(Rung::SafeState));
+}
+
+#[test]
+fn late_research_still_informs_a_pass_without_moving_the_ladder() {
+    // FR-LOOP-007: new knowledge triggers a pass even after the ladder moved on
+    let mut h = to_research(no_timer());
+    h.ev(Event::RungFailed {
+        rung: Rung::Research,
+        reason: "rung timed out".into(),
+    });
+    assert_eq!(h.s.rung(), Some(Rung::SafeState));
+    settle_passes(&mut h);
+    let c = h.ev(Event::ResearchDone {
+        found: true,
+        summary: "note: late".into(),
+    });
+    let pass = research_pass(&c).expect("a research pass");
+    assert!(!c.iter().any(|c| matches!(c, Command::Escalate { .. })));
+    // its plan kept is not a failure of the safe-state rung
+    let c = h.ev(Event::DeliberationDone { pass, plan: None });
+    assert_eq!(c, vec![Command::PlanKept { pass }]);
+    assert_eq!(h.s.rung(), Some(Rung::SafeState));
+}
+
+#[test]
+fn research_during_a_pass_is_the_follow_up_pass() {
+    // FR-LOOP-007, NFR-LOOP-001: never waits for the pass in flight; coalesced, and research wins over
+    // ordinary triggers
+    let mut h = to_research(no_timer());
+    h.t += 50;
+    let c = h.tick(FrameChange::Scene, 1);
+    let scene = c
+        .iter()
+        .find_map(|c| match c {
+            Command::StartDeliberation { pass, .. } => Some(*pass),
+            _ => None,
+        })
+        .expect("scene change starts a pass");
+    let c = h.ev(Event::ResearchDone {
+        found: true,
+        summary: "note: z".into(),
+    });
+    assert_eq!(research_pass(&c), None);
+    h.t += 2000;
+    h.tick(FrameChange::Scene, 1); // another scene change while the pass runs: research stays pending
+    let c = h.ev(Event::DeliberationDone {
+        pass: scene,
+        plan: None,
+    });
+    let pass = research_pass(&c).expect("the research pass follows");
+    assert_eq!(h.s.deliberating(), Some(pass));
+}
