@@ -1,7 +1,8 @@
 //! Replay tests with deterministic expected outcomes (FR-LOOP-005, FR-LOOP-006, FR-GND-007, NFR-LOOP-001):
 //! sessions are driven through the loop logic and written with the recording writer, then read back and
 //! replayed; committed fixtures under tests/fixtures must replay without divergence.
-//! Regenerate the fixtures with `GAMEPILOT_BLESS=1 cargo test -p gamepilot-replay`.
+//! Regenerate the fixtures with `GAMEPILOT_BLESS=1 cargo test -p gamepilot-replay` (or one of them with
+//! `GAMEPILOT_BLESS=<name>`).
 
 // Test helpers outside #[test] functions may unwrap: a failure is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -443,6 +444,104 @@ fn scenario_ladder(dir: &Path) {
     s.finish("no progress");
 }
 
+/// The ladder reaches the research rung; research runs on its own (600 ms while the reflex cadence keeps
+/// ticking), returns a source, a note is written, and the deliberative pass that follows replans with it;
+/// the new plan makes progress and the ladder resets on the research rung.
+fn scenario_research(dir: &Path) {
+    let cfg = LoopConfig {
+        signals: SignalConfig {
+            stasis_ms: 1000,
+            ..Default::default()
+        },
+        ..quiet()
+    };
+    let mut s = Sim::new(dir, cfg, "cross the river");
+    s.start(&[1]);
+    s.observe("world", 1);
+    s.propose("key Up", None, 100);
+    let mut alternative_tried = false;
+    let mut research_due: Option<u64> = None;
+    let mut replanned = false;
+    for _ in 0..2000 {
+        let mut queue = s.reflex(FrameChange::Unchanged, &["Up"], None);
+        if research_due.is_some_and(|due| s.t_us >= due) {
+            research_due = None;
+            let t = MonoTime(s.t_us);
+            // what the wiring records when the research thread reports (the query is built from the goal
+            // and the agent's inferences only)
+            let url = "http://guide.example/river";
+            s.rec
+                .record(
+                    t,
+                    Record::Research {
+                        query: "cross the river stuck at the river bank".into(),
+                        results: json!({
+                            "outcome": "completed",
+                            "sources": [url],
+                            "excerpts": [{"source_url": url, "retrieved_at": "2026-11-30T08:00:00Z", "bytes": 812}],
+                        }),
+                    },
+                )
+                .unwrap();
+            let note = format!(
+                "research: the river is crossed by lowering the bridge with the lever (source: {url})"
+            );
+            s.rec
+                .record(
+                    t,
+                    Record::Note {
+                        text: format!("note: {note}"),
+                    },
+                )
+                .unwrap();
+            queue.extend(s.ev(Event::ResearchDone {
+                found: true,
+                summary: note,
+            }));
+        }
+        while !queue.is_empty() {
+            let c = queue.remove(0);
+            match c {
+                // the pass after research replans with the note (subgoal 2: pull the lever); every other
+                // pass keeps the plan (so the replan rung fails)
+                Command::StartDeliberation {
+                    pass,
+                    trigger: Trigger::Research,
+                } => {
+                    queue.extend(s.ev(Event::DeliberationDone {
+                        pass,
+                        plan: Some(plan(&[2])),
+                    }));
+                    replanned = true;
+                }
+                Command::StartDeliberation { pass, .. } => {
+                    queue.extend(s.ev(Event::DeliberationDone { pass, plan: None }));
+                }
+                // research starts on its own thread and answers 600 ms later
+                Command::Escalate { rung: Rung::Research } => research_due = Some(s.t_us + 600_000),
+                _ => {}
+            }
+        }
+        if s.state.stopped().is_some() {
+            break;
+        }
+        if s.state.rung() == Some(Rung::AlternativeAction) && !alternative_tried {
+            alternative_tried = true;
+            s.propose("key Up", None, 100);
+            s.propose("key Down", None, 100);
+        }
+        if replanned {
+            // the new plan's first action works: progress
+            let (a, _) = s.propose("key Lever", None, 100);
+            s.reflex(FrameChange::Local, &[], None);
+            s.evidence(a, Evidence::Postcondition { value: Some(true) });
+            break;
+        }
+    }
+    s.reflex_until(s.t_us / 1000 + 200, FrameChange::Local, &[]);
+    s.finish("test end");
+}
+
 /// A deliberative pass runs for 2.5 s while the reflex cadence keeps stepping the held key at 60 Hz and the
 /// tactical cadence keeps acting on the previous plan.
 fn scenario_deliberation(dir: &Path) {
@@ -634,7 +733,7 @@ fn scenario_paths(dir: &Path) {
 
 type Scenario = fn(&Path);
 
-const SCENARIOS: [(&str, Scenario); 8] = [
+const SCENARIOS: [(&str, Scenario); 9] = [
     ("paths", scenario_paths),
     ("suppressed", scenario_suppressed),
     ("stasis", scenario_stasis),
@@ -643,6 +742,7 @@ const SCENARIOS: [(&str, Scenario); 8] = [
     ("unverified", scenario_unverified),
     ("ladder", scenario_ladder),
     ("deliberation", scenario_deliberation),
+    ("research", scenario_research),
 ];
 
 fn fixture_dir(name: &str) -> PathBuf {
@@ -665,7 +765,8 @@ fn committed_fixtures_replay_without_divergence() {
     // FR-LOOP-005, FR-LOOP-006, FR-GND-007, FR-GND-008 (Replay method: recorded decisions reproduced)
     for (name, f) in SCENARIOS {
         let dir = fixture_dir(name);
-        if std::env::var_os("GAMEPILOT_BLESS").is_some() {
+        // GAMEPILOT_BLESS=1 regenerates every fixture, GAMEPILOT_BLESS=<name> only that one.
+        if std::env::var("GAMEPILOT_BLESS").is_ok_and(|v| v == "1" || v == name) {
             let _ = std::fs::remove_dir_all(&dir);
             f(&dir);
         }
@@ -843,6 +944,86 @@ fn ladder_advances_rung_by_rung() {
         .map(|(t, _)| *t)
         .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn research_rung_writes_a_note_and_the_next_pass_replans_with_it() {
+    // FR-LOOP-006 (research rung), FR-LOOP-007 (research result triggers a pass), FR-SKILL-003,
+    // NFR-LOOP-001 (research never blocks the reflex cadence)
+    let dir = fixture_dir("research");
+    let d = replayed(&dir);
+    let rungs: Vec<Rung> = d
+        .iter()
+        .filter_map(|(_, c)| match c {
+            Command::Escalate { rung } => Some(*rung),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rungs,
+        vec![Rung::Retry, Rung::AlternativeAction, Rung::Replan, Rung::Research]
+    );
+    let rec = Recording::open(&dir).unwrap();
+    let seq_of = |pred: &dyn Fn(&Record) -> bool| rec.lines.iter().find(|l| pred(&l.record)).map(|l| l.seq);
+    let escalated = seq_of(&|r| {
+        matches!(r, Record::Decision { command, .. } if command["command"] == "escalate" && command["rung"] == "research")
+    })
+    .expect("the ladder reached the research rung");
+    let research = seq_of(&|r| matches!(r, Record::Research { .. })).expect("a research record");
+    let note = rec
+        .lines
+        .iter()
+        .find_map(|l| match &l.record {
+            Record::Note { text } if text.starts_with("note: ") => Some((l.seq, text.clone())),
+            _ => None,
+        })
+        .expect("a note record");
+    assert!(
+        note.1.contains("(source: http://guide.example/river)"),
+        "{}",
+        note.1
+    );
+    let done = seq_of(&|r| matches!(r, Record::LoopEvent { event } if event["event"] == "research_done"))
+        .expect("a research_done loop event");
+    assert!(escalated < research && research < note.0 && note.0 < done);
+    // reflex ticks kept coming while research ran
+    let ticks_between = rec
+        .lines
+        .iter()
+        .filter(|l| l.seq > escalated && l.seq < research && matches!(l.record, Record::Timing { .. }))
+        .count();
+    assert!(ticks_between >= 30, "{ticks_between}");
+    // the research event started a research pass, whose plan was adopted, and the ladder reset on it
+    let out = replay(&rec).unwrap();
+    let after: Vec<&Command> = out
+        .decisions
+        .iter()
+        .filter(|(input, _, _)| *input >= done)
+        .map(|(_, _, c)| c)
+        .collect();
+    let pass = after
+        .iter()
+        .find_map(|c| match c {
+            Command::StartDeliberation {
+                pass,
+                trigger: Trigger::Research,
+            } => Some(*pass),
+            _ => None,
+        })
+        .expect("the research result started a pass");
+    let adopted = after
+        .iter()
+        .position(|c| matches!(c, Command::PlanAdopted { subgoals, .. } if subgoals == &vec![SubgoalId(2)]))
+        .expect("the research pass's plan was adopted");
+    let started = after
+        .iter()
+        .position(|c| matches!(c, Command::StartDeliberation { pass: p, .. } if *p == pass))
+        .unwrap();
+    assert!(started < adopted);
+    assert!(after.contains(&&Command::LadderReset { rung: Rung::Research }));
+    assert!(!after.iter().any(|c| matches!(c, Command::Stop { .. })));
+    assert_eq!(out.state.active_subgoal(), Some(SubgoalId(2)));
+    assert_eq!(out.state.rung(), None);
 }
 
 #[test]
