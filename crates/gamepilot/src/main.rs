@@ -4,6 +4,7 @@
 
 mod agent;
 mod cmd;
+mod interlocks;
 mod sensor_worker;
 
 use clap::{Parser, Subcommand};

@@ -1,6 +1,8 @@
 //! `gamepilot sensor check` and `gamepilot sensor eval` end to end: diagnostics of a broken file, and real
 //! practice-game frames (drawn by the arena's renderer, read by tesseract) whose truth is known.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
 use practice_arena::game::{Game, Screen};
 use practice_arena::render::{self, Canvas, Fonts};
 use std::path::{Path, PathBuf};

@@ -5,11 +5,10 @@
 use crate::cmd::act::{GuardianHandle, Ticker};
 use crate::cmd::common::now;
 use gamepilot_core::action::Intention;
-use gamepilot_core::{MonoTime, Point, Rect, SubgoalId};
+use gamepilot_core::{MonoTime, Rect, SubgoalId};
 use gamepilot_executor::{
     CancelReason, Context as ExecContext, ExecState, Executor, ExecutorConfig, HeldRecord, Report, TickInput,
 };
-use gamepilot_guardian::shm::monotonic_us;
 use gamepilot_sensor::{Evaluator, Expression, NoTemplates, RecognitionCache, Value};
 use gamepilot_vision::{FrameClass, Perceiver, Thumb};
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestSink};
@@ -17,7 +16,6 @@ use gamepilot_x11::userinput::{RawInputWatch, Watch};
 use gamepilot_x11::{WindowCapturer, X11};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
-use x11rb::protocol::xproto::ConnectionExt as _;
 
 /// Requests from the loop thread.
 #[derive(Debug)]
@@ -180,9 +178,7 @@ fn value_bool(v: &Value) -> Option<bool> {
 }
 
 fn publish(g: &GuardianHandle, held: &HeldRecord) {
-    let keys: Vec<u32> = held.keys().map(|k| k.0).collect();
-    let buttons: Vec<u8> = held.buttons().collect();
-    g.shm.publish(&keys, &buttons, monotonic_us());
+    crate::interlocks::publish(&g.shm, held);
 }
 
 /// Run the reflex cadence until `Stop`, the window vanishes, a halt, or user input.
@@ -206,7 +202,8 @@ pub fn run(
     let mut evaluator = setup.program.clone().map(|p| Evaluator::new(p, setup.declared));
     let mut recognition = RecognitionCache::new(64, 8);
     // region_integer is read by tesseract on its own thread; a missing tesseract leaves it undefined.
-    let mut ocr_worker = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::TesseractDigits::new).ok();
+    let mut ocr_worker =
+        crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::TesseractDigits::new).ok();
     let mut ex = Executor::new(setup.exec.clone());
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
     let mut watches: Vec<WatchState> = Vec::new();
@@ -224,29 +221,15 @@ pub fn run(
         tick += 1;
         let t: MonoTime = now();
         let halt = guardian.shm.halt();
-        let foreground = match x.is_foreground(setup.window) {
-            Ok(f) => f,
-            Err(e) if e.is_window_gone() => {
-                send(FromReflex::WindowGone);
-                return Ok(());
-            }
-            Err(_) => false,
+        let Some(crate::interlocks::TargetSample {
+            foreground,
+            chain,
+            pointer,
+        }) = crate::interlocks::sample_target(&x, setup.window)
+        else {
+            send(FromReflex::WindowGone);
+            return Ok(());
         };
-        let chain = match x.transform_for(setup.window) {
-            Ok(c) => Some(c),
-            Err(e) if e.is_window_gone() => {
-                send(FromReflex::WindowGone);
-                return Ok(());
-            }
-            Err(_) => None,
-        };
-        let pointer = x
-            .conn
-            .query_pointer(x.root)
-            .ok()
-            .and_then(|c| c.reply().ok())
-            .and_then(|p| chain.and_then(|c| c.screen_to_capture(p.root_x as i32, p.root_y as i32)))
-            .map(|p| Point::new(p.x, p.y));
         // FR-SAFE-002: real-device input pauses the agent and releases everything at once.
         if let Some(ev) = watch.poll_user()? {
             let out = ex.pause_for_user();
@@ -323,7 +306,12 @@ pub fn run(
             });
         }
         if out.events.iter().any(|e| e.is_release()) || last_audit.elapsed() >= Duration::from_secs(1) {
-            audit(sink.as_mut(), ex.held())?;
+            if let Some(d) = crate::interlocks::audit(sink.as_mut(), ex.held())? {
+                send(FromReflex::Interlock {
+                    interlock: "held_divergence".into(),
+                    detail: format!("{d:?}"),
+                });
+            }
             last_audit = Instant::now();
         }
         // Perception of the reflex tick without a full-resolution read-back (NFR-PERC-002): a server-scaled
@@ -425,7 +413,7 @@ pub fn run(
     let out = ex.stop(CancelReason::Halted);
     let _ = sink.deliver(&out.events);
     publish(&guardian, ex.held());
-    let _ = audit(sink.as_mut(), ex.held());
+    let _ = crate::interlocks::audit(sink.as_mut(), ex.held());
     capturer.close(&x);
     guardian.finish();
     let mut late = ticker.lateness_us.clone();
@@ -456,29 +444,4 @@ fn report_finished(
             report: serde_json::to_string(&r.kind).unwrap_or_default(),
         });
     }
-}
-
-/// Compare the held record with the server (INV-ACT-002) and release what the record does not own.
-fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> anyhow::Result<()> {
-    let Some(server) = sink.server_held()? else {
-        return Ok(());
-    };
-    let record: Vec<u8> = held.keys().filter_map(|k| sink.keycode_of(k)).collect();
-    let (unowned, _) = gamepilot_executor::held::divergence(&record, &server.keycodes);
-    if !unowned.is_empty() {
-        sink.release_keycodes(&unowned)?;
-    }
-    let rec_buttons: Vec<u8> = held.buttons().collect();
-    let (unowned_b, _) = gamepilot_executor::held::divergence(&rec_buttons, &server.buttons);
-    if !unowned_b.is_empty() {
-        let ev: Vec<gamepilot_core::action::InputEvent> = unowned_b
-            .iter()
-            .map(|b| gamepilot_core::action::InputEvent::Button {
-                button: *b,
-                down: false,
-            })
-            .collect();
-        sink.deliver(&ev)?;
-    }
-    Ok(())
 }

@@ -8,12 +8,12 @@
 
 use super::common::{now, WindowArgs};
 use anyhow::Context as _;
-use gamepilot_core::action::{Action, InputEvent, Intention};
-use gamepilot_core::{Chord, Point};
+use gamepilot_core::action::{Action, Intention};
+use gamepilot_core::Chord;
 use gamepilot_executor::{
     ActionId, Context, DeniedList, ExecState, Executor, ExecutorConfig, HeldRecord, TickInput, TickOutput,
 };
-use gamepilot_guardian::{monotonic_us, SharedState};
+use gamepilot_guardian::SharedState;
 use gamepilot_x11::indicator::Indicator;
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestSink};
 use gamepilot_x11::userinput::{RawInputWatch, Watch};
@@ -22,7 +22,6 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use x11rb::protocol::xproto::ConnectionExt as _;
 
 /// The user's limits (INV-SAFE-001: from the command line or configuration only, never from a model).
 #[derive(clap::Args, Debug, Clone)]
@@ -219,11 +218,7 @@ fn emit(v: serde_json::Value) {
     let _ = out.flush();
 }
 
-fn publish(shm: &SharedState, held: &HeldRecord) {
-    let keys: Vec<u32> = held.keys().map(|k| k.0).collect();
-    let buttons: Vec<u8> = held.buttons().collect();
-    shm.publish(&keys, &buttons, monotonic_us());
-}
+use crate::interlocks::publish;
 
 struct Status {
     tty: bool,
@@ -254,34 +249,12 @@ impl Status {
     }
 }
 
-/// Compare the held record with the server (INV-ACT-002) and release what the record does not own.
+/// Audit against the server (INV-ACT-002) and report any divergence as an event.
 fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> anyhow::Result<()> {
-    let Some(server) = sink.server_held()? else {
-        return Ok(());
-    };
-    let record: Vec<u8> = held.keys().filter_map(|k| sink.keycode_of(k)).collect();
-    let (unowned, missing) = gamepilot_executor::held::divergence(&record, &server.keycodes);
-    let rec_buttons: Vec<u8> = held.buttons().collect();
-    let (unowned_b, missing_b) = gamepilot_executor::held::divergence(&rec_buttons, &server.buttons);
-    if unowned.is_empty() && missing.is_empty() && unowned_b.is_empty() && missing_b.is_empty() {
-        return Ok(());
-    }
-    emit(
-        json!({"event": "divergence", "server_only_keycodes": unowned, "record_only_keycodes": missing,
-        "server_only_buttons": unowned_b, "record_only_buttons": missing_b}),
-    );
-    if !unowned.is_empty() {
-        sink.release_keycodes(&unowned)?;
-    }
-    if !unowned_b.is_empty() {
-        let ev: Vec<InputEvent> = unowned_b
-            .iter()
-            .map(|b| InputEvent::Button {
-                button: *b,
-                down: false,
-            })
-            .collect();
-        sink.deliver(&ev)?;
+    if let Some(d) = crate::interlocks::audit(sink, held)? {
+        let mut v = json!(d);
+        v["event"] = json!("divergence");
+        emit(v);
     }
     Ok(())
 }
@@ -356,23 +329,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 return Ok(());
             }
             let halt = guardian.shm.halt();
-            let foreground = match x.is_foreground(win.id) {
-                Ok(f) => f,
-                Err(e) if e.is_window_gone() => {
-                    emit(json!({"event": "window_gone"}));
-                    code = 1;
-                    return Ok(());
-                }
-                Err(_) => false,
+            let Some(crate::interlocks::TargetSample {
+                foreground,
+                chain,
+                pointer,
+            }) = crate::interlocks::sample_target(&x, win.id)
+            else {
+                emit(json!({"event": "window_gone"}));
+                code = 1;
+                return Ok(());
             };
-            let chain = x.transform_for(win.id).ok();
-            let pointer = x
-                .conn
-                .query_pointer(x.root)
-                .ok()
-                .and_then(|c| c.reply().ok())
-                .and_then(|p| chain.and_then(|c| c.screen_to_capture(p.root_x as i32, p.root_y as i32)))
-                .map(|p| Point::new(p.x, p.y));
             // FR-SAFE-002: real-device input pauses the agent and releases everything at once.
             if let Some(ev) = watch.poll_user()? {
                 let out = ex.pause_for_user();
