@@ -8,6 +8,7 @@
 pub mod deliberative;
 pub mod destructive;
 pub mod reflex;
+pub mod research;
 pub mod tactical;
 
 use crate::cmd::act::GuardianHandle;
@@ -59,6 +60,8 @@ pub struct AgentConfig {
     /// No one is at the terminal: destructive actions are rejected instead of asked about (FR-SAFE-005).
     pub unattended: bool,
     pub quiet: bool,
+    /// SearxNG base URL for the ladder's research rung; `None`: research unavailable.
+    pub research_endpoint: Option<String>,
 }
 
 /// What a session did, for the summary and the report.
@@ -276,6 +279,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let mut held_now = 0u32;
     let mut last_status = Instant::now();
     let tty = std::io::stderr().is_terminal();
+    let mut research = research::ResearchWiring::new(cfg.research_endpoint.clone());
 
     // Feed one event to the loop logic, record it and its decisions, and carry the decisions out.
     macro_rules! feed {
@@ -439,13 +443,18 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                         )?;
                         match rung {
                             Rung::Research => {
-                                // No research backend is configured for `run`: the rung reports that and the
-                                // ladder moves on (it never fakes an answer).
-                                let more = feed!(Event::RungFailed {
-                                    rung,
-                                    reason: "research unavailable: no backend configured".into()
-                                });
-                                queue.extend(more);
+                                // Look it up on the research thread (the result comes back as an event); with
+                                // no backend the rung reports that and the ladder moves on (it never fakes an
+                                // answer).
+                                let st = state.status();
+                                let mut inferences: Vec<String> = Vec::new();
+                                if let Some(d) = st.subgoal_description {
+                                    inferences.push(format!("how to {d}"));
+                                }
+                                research.observe_screen(&last_observation);
+                                if let Err(reason) = research.start(&cfg.goal, &inferences) {
+                                    queue.extend(feed!(Event::RungFailed { rung, reason }));
+                                }
                             }
                             Rung::SafeState => {
                                 // Return to a safe state: release everything the plan holds.
@@ -575,6 +584,44 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             }
         }
         let _ = fed_tick;
+        // A research result: untrusted excerpts and a note into the context, then the loop logic replans.
+        if let Some(found) = research.poll() {
+            let t = now();
+            rec.record(
+                t,
+                Record::Research {
+                    query: found.query.clone(),
+                    results: found.log.clone(),
+                },
+            )?;
+            for (source, retrieved, text) in &found.excerpts {
+                if let Ok(e) = gamepilot_context::ResearchExcerpt::new(source, retrieved, text) {
+                    context.add_research(e);
+                }
+            }
+            let summary = if found.found() {
+                rec.record(
+                    t,
+                    Record::Note {
+                        text: format!("note: {}", found.note),
+                    },
+                )?;
+                if let Err(e) = context.note(&found.note, t) {
+                    context.record(HistoryEntry::new(
+                        t,
+                        format!("note: {}", found.note),
+                        e.to_string(),
+                    ));
+                }
+                found.note.clone()
+            } else {
+                format!("research on {:?} found nothing usable", found.query)
+            };
+            queue.extend(feed!(Event::ResearchDone {
+                found: found.found(),
+                summary
+            }));
+        }
         // Deliberation results (their threads never block this loop, NFR-LOOP-001).
         while let Ok(d) = from_delib.try_recv() {
             rec.record(

@@ -95,6 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tactical_pixels: 512 * 288,
         unattended: true,
         quiet: args.quiet,
+        research_endpoint: None,
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;

@@ -101,6 +101,10 @@ pub struct Args {
     /// Nobody is at the terminal: destructive actions are rejected instead of asked about.
     #[arg(long)]
     pub unattended: bool,
+    /// Base URL of a SearxNG instance for the escalation ladder's research rung (its JSON API); without
+    /// it research is unavailable and the rung moves on.
+    #[arg(long = "search-endpoint", value_name = "URL")]
+    pub search_endpoint: Option<String>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -200,6 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tactical_pixels: 512 * 288,
         unattended: args.unattended,
         quiet: false,
+        research_endpoint: args.search_endpoint.clone(),
     };
     let summary = agent::run_agent(cfg)?;
     drop(host);
