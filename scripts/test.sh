@@ -13,7 +13,7 @@ echo "== xtask lint"; cargo xtask lint
 echo "== build";   cargo build --workspace --bins --quiet
 echo "== tests"
 if command -v cargo-nextest >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast --test-threads 2
+  cargo nextest run --workspace --no-fail-fast --test-threads 2 --retries 1
   cargo test --workspace --doc --quiet
 else
   cargo test --workspace --no-fail-fast -- --test-threads 2
