@@ -315,6 +315,14 @@ fn probe_errors_and_cancellation_against_the_real_host() {
     assert!(matches!(err, ModelError::Cancelled), "{err}");
     assert!(started.elapsed() < Duration::from_secs(10));
 
+    // FR-MODEL-004's last rung: the host restarts with no GPU layers (weights verified again) and serves.
+    let old_pid = host.pid().unwrap();
+    host.restart_with_gpu_layers(Some(0)).unwrap();
+    assert_ne!(host.pid(), Some(old_pid));
+    assert_eq!(host.spec().gpu_layers, Some(0));
+    let client = host.client(timeouts()).unwrap();
+    assert_eq!(client.probe().unwrap().vision, Some(false));
+
     // The host stops with its owner.
     let pid = host.pid().unwrap();
     assert!(host.is_running());
