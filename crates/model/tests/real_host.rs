@@ -2,6 +2,8 @@
 //! scripts/setup-llama.sh (FR-MODEL-001, FR-MODEL-003, FR-MODEL-005, FR-GND-003, FR-CTX-002).
 //! They fail, with instructions, when the server or model is missing: they are never skipped.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code (helpers outside #[test] fns)
+
 use gamepilot_context::{
     tactical_schema, Cadence, Context, ContextConfig, HistoryEntry, ObservationText, SchemaLimits, Tool,
     ToolSet,
