@@ -159,6 +159,18 @@ impl Context {
         &self.config
     }
 
+    /// Changes the model's context size (the degrade ladder's "smaller context" rung, FR-MODEL-004);
+    /// compaction then triggers at the configured fraction of the new size.
+    pub fn set_context_tokens(&mut self, tokens: u32) -> Result<(), ContextError> {
+        let cfg = ContextConfig {
+            context_tokens: tokens,
+            ..self.config.clone()
+        };
+        cfg.check()?;
+        self.config = cfg;
+        Ok(())
+    }
+
     pub fn notes(&self) -> &NoteBlock {
         &self.notes
     }

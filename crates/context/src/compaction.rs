@@ -218,6 +218,11 @@ mod tests {
         let c = busy_context();
         assert!(!c.needs_compaction(1023));
         assert!(c.needs_compaction(1024));
+        // FR-MODEL-004: a smaller context (degrade ladder) moves the threshold with it
+        let mut c = c;
+        c.set_context_tokens(1024).unwrap();
+        assert!(c.needs_compaction(512) && !c.needs_compaction(511));
+        assert!(c.set_context_tokens(10).is_err());
     }
 
     #[test]

@@ -168,7 +168,9 @@ impl HostClient {
     }
 
     /// One chat completion. The call runs on a worker thread so that `cancel` (polled every 5 ms)
-    /// returns at once; an abandoned call still ends within the call timeout.
+    /// returns at once; an abandoned call still ends within the call timeout. Known limit: ureq 2
+    /// cannot close the socket from outside, so the host finishes generating a cancelled reply (bounded
+    /// by `max_tokens`; keep it small for the tactical cadence).
     pub fn chat(&self, req: &ChatRequest, cancel: &CancelToken) -> Result<ChatReply, ModelError> {
         if cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
