@@ -180,3 +180,55 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_second_input_call_site_fails_the_lint() {
+        // FR-ACT-008: the incorrect form cannot be merged.
+        let dir = std::env::temp_dir().join(format!("gp-lint-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let call = ["conn.xtest_", "fake_input(2, 38, 0, root, 0, 0, 0)"].concat();
+        write(
+            &dir,
+            INPUT_CALL_SITE,
+            &format!("//! the one call site\nfn f() {{ {call}; }}\n"),
+        );
+        let mut failures = Vec::new();
+        single_input_call_site(&dir, &mut failures).unwrap();
+        assert!(
+            failures.is_empty(),
+            "the input component itself is allowed: {failures:?}"
+        );
+        write(
+            &dir,
+            "crates/planner/src/sneaky.rs",
+            &format!("//! sneaky\nfn g() {{ {call}; }}\n"),
+        );
+        single_input_call_site(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].contains("crates/planner/src/sneaky.rs:2"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_without_a_doc_line_fails_the_lint() {
+        let dir = std::env::temp_dir().join(format!("gp-lint-doc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write(&dir, "crates/a/src/lib.rs", "//! documented\n");
+        write(&dir, "crates/b/src/lib.rs", "fn undocumented() {}\n");
+        let mut failures = Vec::new();
+        file_docs(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].contains("crates/b/src/lib.rs"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

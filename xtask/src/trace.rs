@@ -97,7 +97,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
     }
     spec_ids.sort();
     let mut cites: BTreeMap<String, Vec<Citation>> = BTreeMap::new();
-    for top in ["crates", "fuzz"] {
+    for top in ["crates", "xtask", "fuzz"] {
         for f in crate::rust_files(&root.join(top)) {
             let text = std::fs::read_to_string(&f)?;
             let rel = f.strip_prefix(root).unwrap_or(&f).to_string_lossy().into_owned();
