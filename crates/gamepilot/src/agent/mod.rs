@@ -93,6 +93,8 @@ pub struct Summary {
 /// An action the loop has proposed, by loop action id.
 struct Pending {
     intention: Intention,
+    target: Option<Target>,
+    path: Option<GroundingPath>,
     expected: ExpectedChange,
     region: Option<Rect>,
     label: String,
@@ -189,16 +191,31 @@ fn compile_sensors(
     Ok((program, goal, Postconditions { sources }, compiled))
 }
 
+/// The tools `run` offers the tactical model.
+const TOOLS: [Tool; 7] = [
+    Tool::ClickMark,
+    Tool::Click,
+    Tool::Key,
+    Tool::HoldKey,
+    Tool::Camera,
+    Tool::Wait,
+    Tool::Note,
+];
+
 fn tools() -> anyhow::Result<ToolSet> {
-    Ok(ToolSet::new(&[
-        Tool::ClickMark,
-        Tool::Click,
-        Tool::Key,
-        Tool::HoldKey,
-        Tool::Camera,
-        Tool::Wait,
-        Tool::Note,
-    ])?)
+    Ok(ToolSet::new(&TOOLS)?)
+}
+
+/// The tools of one tactical tick for a grounding path: by mark drops coordinate clicks, by coordinate
+/// drops mark clicks; no choice yet offers both (FR-GND-001, FR-GND-002, FR-GND-004).
+fn tools_for_path(path: Option<GroundingPath>) -> Option<ToolSet> {
+    let drop = match path {
+        Some(GroundingPath::Mark) => Tool::Click,
+        Some(GroundingPath::Coordinate) => Tool::ClickMark,
+        _ => return None,
+    };
+    let kept: Vec<Tool> = TOOLS.into_iter().filter(|t| *t != drop).collect();
+    ToolSet::new(&kept).ok()
 }
 
 /// Run one session to a stop condition (FR-LOOP-008).
@@ -270,6 +287,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let (mut cached_tokens, mut prompt_tokens, mut passes) = (0u64, 0u64, 0u64);
     let mut rejected: u64 = 0;
     let mut last_observation = String::from("(nothing observed yet)");
+    let mut last_scene = String::from("scene");
     let mut excluded: Vec<ElementId> = Vec::new();
     let mut subgoal_descriptions: HashMap<SubgoalId, String> = HashMap::new();
     let mut last_goal_met: Option<bool> = None;
@@ -377,8 +395,8 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                                     action,
                                     subgoal: subgoal.0,
                                     payload: serde_json::to_value(&p.intention.action)?,
-                                    target: None,
-                                    path: None,
+                                    target: p.target,
+                                    path: p.path,
                                 },
                             )?;
                             let _ = to_reflex.send(ToReflex::Submit {
@@ -660,6 +678,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         // Tactical results.
         while let Ok(r) = from_tactical.try_recv() {
             tactical_in_flight = false;
+            last_scene = r.observation.class.as_str().to_string();
             handle_tactical(
                 &cfg,
                 r,
@@ -685,12 +704,26 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             tactical_tick += 1;
             tactical_in_flight = true;
             last_tactical = Instant::now();
+            // FR-GND-004: the loop logic picks the grounding path from confirmation rates per scene class;
+            // the chosen path narrows this tick's tools (by mark, or by coordinate).
+            let cmds = feed!(Event::GroundingRequest {
+                request: tactical_tick,
+                scene: last_scene.clone(),
+                offered: vec![GroundingPath::Mark, GroundingPath::Coordinate],
+            });
+            let path = cmds.iter().find_map(|c| match c {
+                Command::UsePath { path, .. } => *path,
+                _ => None,
+            });
+            queue.extend(cmds);
+            let tick_tools = tools_for_path(path);
             let _ = to_tactical.send(TacticalRequest {
                 tick: tactical_tick,
                 context: context.clone(),
                 excluded_marks: excluded.clone(),
                 with_image: cfg.vision,
                 visual_pixels: cfg.tactical_pixels,
+                tools: tick_tools,
             });
         }
         if !cfg.quiet && last_status.elapsed() >= Duration::from_millis(500) {
@@ -903,7 +936,7 @@ fn handle_tactical(
                     button,
                 },
                 Some((mark, el.bbox)),
-                GroundingPath::Mark,
+                Some(GroundingPath::Mark),
                 Some(Target::Mark { element: mark }),
             )
         }
@@ -914,11 +947,7 @@ fn handle_tactical(
                 }),
                 _ => None,
             };
-            let path = if target.is_some() {
-                GroundingPath::Coordinate
-            } else {
-                GroundingPath::Mark
-            };
+            let path = target.map(|_| GroundingPath::Coordinate);
             (a, None, path, target)
         }
     };
@@ -960,6 +989,8 @@ fn handle_tactical(
         id,
         Pending {
             intention: Intention::new(action, SubgoalId(0)),
+            target,
+            path,
             expected: expected.clone(),
             region,
             label,
@@ -969,7 +1000,7 @@ fn handle_tactical(
         action: ActionId(id),
         key: pending.get(&id).map(|p| p.label.clone()).unwrap_or_default(),
         target,
-        path: Some(path),
+        path,
         expected,
         settle_ms: Some(cfg.loop_cfg.settle_ms),
     };

@@ -21,6 +21,8 @@ pub struct TacticalRequest {
     pub excluded_marks: Vec<ElementId>,
     pub with_image: bool,
     pub visual_pixels: u64,
+    /// The tools this tick offers: the grounding path chosen for the scene (FR-GND-004) narrows them.
+    pub tools: Option<ToolSet>,
 }
 
 /// What a tactical tick produced.
@@ -94,7 +96,7 @@ pub fn run(
         let observation_text = observation.to_text();
         let result = (|| -> Result<TacticalResultParts, String> {
             let schema = tactical_schema(
-                &setup.tools,
+                req.tools.as_ref().unwrap_or(&setup.tools),
                 &present,
                 Size::new(frame.width, frame.height),
                 &setup.limits,
