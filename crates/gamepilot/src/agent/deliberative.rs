@@ -46,8 +46,8 @@ pub fn plan_schema(post: &Postconditions) -> Value {
                     "properties": {
                         "description": {"type": "string", "minLength": 1, "maxLength": 120},
                         "postcondition": {"type": "string", "enum": post.sources},
-                        "max_actions": {"type": "integer", "minimum": 1, "maximum": 40},
-                        "max_time_s": {"type": "integer", "minimum": 5, "maximum": 600}
+                        "max_actions": {"type": "integer", "minimum": 3, "maximum": 40},
+                        "max_time_s": {"type": "integer", "minimum": 30, "maximum": 600}
                     },
                     "required": ["description", "postcondition", "max_actions", "max_time_s"],
                     "additionalProperties": false

@@ -697,6 +697,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         }
         // Start a tactical tick when the previous one is done and verified and a subgoal is active.
         if !tactical_in_flight
+            && queue.is_empty()
             && pending.is_empty()
             && state.active_subgoal().is_some()
             && last_tactical.elapsed() >= Duration::from_millis(cfg.tactical_interval_ms)

@@ -30,6 +30,9 @@ pub struct ModelArgs {
     /// Whole-call timeout of one model call, in seconds.
     #[arg(long, default_value_t = 30)]
     pub call_timeout_s: u64,
+    /// CPU threads of a llama-server that gamepilot starts.
+    #[arg(long, default_value_t = 2)]
+    pub threads: u32,
 }
 
 impl ModelArgs {
@@ -62,7 +65,14 @@ impl ModelArgs {
             "llama-server not found at {}; run scripts/setup-llama.sh or pass --model-endpoint",
             bin.display()
         );
-        let host = LocalHost::start(LaunchSpec::new(bin, spec)).context("starting the model host")?;
+        // Two slots, one per cadence: tactical and deliberative prompts differ from block 1 on, and with one
+        // slot each call would evict the other's cached prefix (FR-CTX-002). Two threads with a passive
+        // OpenMP wait policy (set by the launcher) leave the reflex thread its core when idle.
+        let mut launch = LaunchSpec::new(bin, spec);
+        launch.ctx_size = 8192;
+        launch.threads = self.threads;
+        launch.extra_args = vec!["--parallel".into(), "2".into()];
+        let host = LocalHost::start(launch).context("starting the model host")?;
         let client = host.client(timeouts)?;
         Ok((client, Some(host)))
     }
