@@ -34,6 +34,8 @@ pub enum X11Error {
     },
     #[error("shared memory setup failed: {0}")]
     Shm(String),
+    #[error("cannot draw the overlay: {0}")]
+    Font(String),
     #[error("no keycode produces keysym {0}")]
     NoKeycode(String),
 }

@@ -17,8 +17,15 @@ pub const INDICATOR_H: u32 = 22;
 /// Where the indicator goes: the first screen corner whose rectangle does not overlap `target`, then the
 /// strips just above or below the target; `None` when the target covers every candidate.
 pub fn placement(screen: (u32, u32), target: Rect) -> Option<Rect> {
+    place_outside(screen, (INDICATOR_W, INDICATOR_H), target, &[])
+}
+
+/// Where an overlay of `size` goes without covering one pixel of `target` (FR-SAFE-007) nor any rectangle
+/// of `avoid` (another overlay): the four screen corners, then the strips just above, below, left and right
+/// of the target. Shared by the armed indicator and the confirmation overlay (`confirm.rs`).
+pub fn place_outside(screen: (u32, u32), size: (u32, u32), target: Rect, avoid: &[Rect]) -> Option<Rect> {
     let (sw, sh) = screen;
-    let (w, h) = (INDICATOR_W.min(sw), INDICATOR_H.min(sh));
+    let (w, h) = (size.0.min(sw), size.1.min(sh));
     let right = sw.saturating_sub(w) as i32;
     let bottom = sh.saturating_sub(h) as i32;
     let candidates = [
@@ -28,11 +35,15 @@ pub fn placement(screen: (u32, u32), target: Rect) -> Option<Rect> {
         Rect::new(right, bottom, w, h),
         Rect::new(target.x, target.y - h as i32 - 2, w, h),
         Rect::new(target.x, target.bottom() as i32 + 2, w, h),
+        Rect::new(target.x - w as i32 - 2, target.y, w, h),
+        Rect::new(target.right() as i32 + 2, target.y, w, h),
     ];
     let screen_r = Rect::new(0, 0, sw, sh);
-    candidates
-        .into_iter()
-        .find(|c| screen_r.contains_rect(c) && c.intersection(&target).is_none())
+    candidates.into_iter().find(|c| {
+        screen_r.contains_rect(c)
+            && c.intersection(&target).is_none()
+            && avoid.iter().all(|a| c.intersection(a).is_none())
+    })
 }
 
 /// The overlay window. Destroyed on drop.

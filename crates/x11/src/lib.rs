@@ -5,6 +5,7 @@
 //! FR-ACT-008).
 
 pub mod capture;
+pub mod confirm;
 pub mod conn;
 pub mod error;
 pub mod focus;
