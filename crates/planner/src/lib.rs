@@ -13,7 +13,7 @@ pub use ladder::{Ladder, Rung};
 pub use plan::{
     Budget, BudgetKind, Plan, PlanId, PlanSpec, PostconditionRef, Subgoal, SubgoalSpec, SubgoalStatus,
 };
-pub use signals::{Detectors, SignalConfig, StuckSignal};
+pub use signals::{Detectors, SignalConfig, SignalLevels, StuckSignal};
 pub use state::{
     step, Command, Event, FrameChange, LoopConfig, LoopState, LoopStatus, RejectReason, StopReason,
     SubgoalCheck, Trigger, VerdictCounts,

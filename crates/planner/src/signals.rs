@@ -76,6 +76,40 @@ pub struct Detectors {
     history: VecDeque<(u64, String)>,
     verdicts: VecDeque<bool>,
     refuted_run: u32,
+    /// Whether the last tick counted as acting (held input or a recent action).
+    #[serde(default)]
+    acting: bool,
+}
+
+/// The raw quantity behind each detector at one moment, before any threshold (what the calibration of
+/// docs/stuck-thresholds.md measures). A detector that fired has restarted its window, so for the raw
+/// figures run [`Detectors`] with thresholds that never fire ([`SignalConfig::never_firing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SignalLevels {
+    /// How long the frame has been unchanged while acting; `None` when the last tick was not acting.
+    pub stasis_ms: Option<u64>,
+    /// How long since the progress sensor last increased; `None` until it has been read once.
+    pub progress_stall_ms: Option<u64>,
+    /// The most repetitions of any period (1..=`cycle_max_period`) at the tail of the (screen, action)
+    /// history; 0 before the first action.
+    pub cycle_repeats: usize,
+    /// The inconclusive fraction of the last `unverified_window` verdicts; `None` until the window is full.
+    pub unverified_fraction: Option<f64>,
+}
+
+impl SignalConfig {
+    /// The configuration whose detectors (stasis, progress, cycle, unverified) never fire within any
+    /// session, with the windows of `self`: for measuring raw levels.
+    pub fn never_firing(self) -> SignalConfig {
+        SignalConfig {
+            stasis_ms: u64::MAX / 4,
+            progress_stall_ms: u64::MAX / 4,
+            cycle_repeats: 1 << 16,
+            unverified_threshold: f64::INFINITY,
+            refuted_streak: 0,
+            ..self
+        }
+    }
 }
 
 impl Detectors {
@@ -89,6 +123,32 @@ impl Detectors {
             history: VecDeque::new(),
             verdicts: VecDeque::new(),
             refuted_run: 0,
+            acting: false,
+        }
+    }
+
+    /// The raw level of each detector at `now` (FR-LOOP-005 calibration).
+    pub fn levels(&self, now: MonoTime) -> SignalLevels {
+        let ms = |t: MonoTime| now.since(t).as_millis() as u64;
+        let n = self.history.len();
+        let cycle_repeats = (1..=self.cfg.cycle_max_period.max(1))
+            .filter(|p| *p <= n)
+            .map(|p| {
+                let matching = (p..n)
+                    .rev()
+                    .take_while(|i| self.history[*i] == self.history[*i - p])
+                    .count();
+                (p + matching) / p
+            })
+            .max()
+            .unwrap_or(0);
+        let window = self.cfg.unverified_window.max(1);
+        SignalLevels {
+            stasis_ms: self.acting.then(|| self.stasis_since.map(ms).unwrap_or(0)),
+            progress_stall_ms: self.progress_since.map(ms),
+            cycle_repeats,
+            unverified_fraction: (self.verdicts.len() == window)
+                .then(|| self.verdicts.iter().filter(|b| **b).count() as f64 / window as f64),
         }
     }
 
@@ -111,6 +171,7 @@ impl Detectors {
             .last_action_at
             .is_some_and(|t| now.since(t) <= Duration::from_millis(self.cfg.acting_window_ms));
         let acting = held > 0 || recently_acted;
+        self.acting = acting;
         if frame_changed || !acting {
             self.stasis_since = None;
         } else {
@@ -153,7 +214,7 @@ impl Detectors {
         let max_p = self.cfg.cycle_max_period.max(1);
         let reps = self.cfg.cycle_repeats.max(2);
         self.history.push_back((signature, key.to_string()));
-        while self.history.len() > max_p * reps {
+        while self.history.len() > max_p.saturating_mul(reps) {
             self.history.pop_front();
         }
         let n = self.history.len();
@@ -339,6 +400,44 @@ mod tests {
             vec![StuckSignal::UnverifiedRate]
         ); // 2/4
         assert!(d.on_verdict(Verdict::Inconclusive).is_empty()); // window restarted
+    }
+
+    #[test]
+    fn levels_report_raw_quantities_without_firing() {
+        // FR-LOOP-005 (calibration: the raw quantity behind each signal)
+        let mut d = Detectors::new(SignalConfig::default().never_firing());
+        assert_eq!(d.levels(ms(0)).cycle_repeats, 0);
+        assert_eq!(d.levels(ms(0)).stasis_ms, None);
+        // acting (a key held) on a frozen screen for 9 s: stasis grows past the default 4 s, no firing
+        for t in (0..=9000).step_by(100) {
+            assert!(d.on_tick(ms(t), false, 1, Some(3.0)).0.is_empty());
+        }
+        let l = d.levels(ms(9000));
+        assert_eq!(l.stasis_ms, Some(9000));
+        assert_eq!(l.progress_stall_ms, Some(9000));
+        d.on_tick(ms(9100), true, 1, Some(4.0)); // changed frame, progress
+        let l = d.levels(ms(9100));
+        assert_eq!((l.stasis_ms, l.progress_stall_ms), (Some(0), Some(0)));
+        d.on_tick(ms(12000), false, 0, None); // not acting
+        assert_eq!(d.levels(ms(12000)).stasis_ms, None);
+        // A B A B A: period 2 repeated 2.5 times -> 2; then a run of one action: period 1
+        for (sig, k) in [(1, "a"), (2, "b"), (1, "a"), (2, "b"), (1, "a")] {
+            assert_eq!(d.on_action(ms(0), sig, k), None);
+        }
+        assert_eq!(d.levels(ms(0)).cycle_repeats, 2);
+        for _ in 0..5 {
+            d.on_action(ms(0), 9, "c");
+        }
+        assert_eq!(d.levels(ms(0)).cycle_repeats, 5);
+        // unverified fraction over a full window only
+        for v in [Verdict::Inconclusive, Verdict::Confirmed, Verdict::Confirmed] {
+            assert!(d.on_verdict(v).is_empty());
+        }
+        assert_eq!(d.levels(ms(0)).unverified_fraction, None);
+        for _ in 0..5 {
+            d.on_verdict(Verdict::Inconclusive);
+        }
+        assert_eq!(d.levels(ms(0)).unverified_fraction, Some(6.0 / 8.0));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod driver;
 pub mod reader;
 pub mod report;
+pub mod stuck;
 
 pub use analysis::{Analysis, TimingTick};
 pub use driver::{replay, Divergence, ReplayOutcome};
