@@ -2,6 +2,8 @@
 //! agent's own XTest clicks on "Allow" do not confirm, the nested server's own pointer (the "user") does,
 //! and the overlay never covers the practice game's pixels.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use gamepilot_core::{Point, Rect};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use gamepilot_x11::confirm::{Answer, Choice, ConfirmOverlay, ConfirmRequest};

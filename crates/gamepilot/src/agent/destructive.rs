@@ -217,11 +217,13 @@ impl Hold {
     }
 
     /// Whether the overlay is up.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn has_overlay(&self) -> bool {
         self.overlay.is_some()
     }
 
     /// The overlay, while it is up (tests click its buttons).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn overlay(&self) -> Option<&ConfirmOverlay> {
         self.overlay.as_ref()
     }

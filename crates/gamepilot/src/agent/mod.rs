@@ -57,8 +57,11 @@ pub struct AgentConfig {
     pub loop_cfg: LoopConfig,
     pub tactical_interval_ms: u64,
     pub tactical_pixels: u64,
-    /// No one is at the terminal: destructive actions are rejected instead of asked about (FR-SAFE-005).
+    /// No one is at the terminal: destructive actions are asked about on the overlay only (FR-SAFE-005).
     pub unattended: bool,
+    /// How long a destructive action is held for the user's answer (overlay, or terminal when attended)
+    /// before it is rejected; zero rejects at once (FR-SAFE-005).
+    pub confirm_timeout: Duration,
     pub quiet: bool,
     /// SearxNG base URL for the ladder's research rung; `None`: research unavailable.
     pub research_endpoint: Option<String>,
@@ -98,6 +101,17 @@ struct Pending {
     expected: ExpectedChange,
     region: Option<Rect>,
     label: String,
+}
+
+/// An action held for the user's explicit confirmation (FR-SAFE-005), with what proposing it needs.
+struct HeldAction {
+    hold: destructive::Hold,
+    action: Action,
+    mark: Option<(ElementId, Rect)>,
+    path: Option<GroundingPath>,
+    target: Option<Target>,
+    /// The reflex has been told to pause the executor.
+    reflex_paused: bool,
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -286,6 +300,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let mut latencies: Vec<f64> = Vec::new();
     let (mut cached_tokens, mut prompt_tokens, mut passes) = (0u64, 0u64, 0u64);
     let mut rejected: u64 = 0;
+    let mut held: Option<HeldAction> = None;
     let mut last_observation = String::from("(nothing observed yet)");
     let mut last_scene = String::from("scene");
     let mut excluded: Vec<ElementId> = Vec::new();
@@ -693,10 +708,35 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 &mut prompt_tokens,
                 &mut last_observation,
                 &mut rejected,
+                &mut held,
             )?;
+        }
+        // FR-SAFE-005: an action held for the user's confirmation. The reflex keeps ticking with the executor
+        // paused (nothing reaches the game); the answer is polled here, never waited for.
+        if let Some(h) = held.as_mut().filter(|h| !h.reflex_paused) {
+            let _ = to_reflex.send(ToReflex::Hold(true));
+            h.reflex_paused = true;
+        }
+        if let Some(out) = held.as_mut().and_then(|h| h.hold.poll()) {
+            let _ = to_reflex.send(ToReflex::Hold(false));
+            if let Some(h) = held.take() {
+                release_held(
+                    &cfg,
+                    h,
+                    out,
+                    &mut rec,
+                    &mut context,
+                    &mut state,
+                    &mut pending,
+                    &mut next_action,
+                    &mut queue,
+                    &mut rejected,
+                )?;
+            }
         }
         // Start a tactical tick when the previous one is done and verified and a subgoal is active.
         if !tactical_in_flight
+            && held.is_none()
             && queue.is_empty()
             && pending.is_empty()
             && state.active_subgoal().is_some()
@@ -727,7 +767,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 tools: tick_tools,
             });
         }
-        if !cfg.quiet && last_status.elapsed() >= Duration::from_millis(500) {
+        if !cfg.quiet && held.is_none() && last_status.elapsed() >= Duration::from_millis(500) {
             let v = state.verdict_counts();
             let line = format!(
                 "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
@@ -753,6 +793,19 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         std::thread::sleep(Duration::from_millis(5));
     }
     // Stop: release everything, end the cadences, write the summary.
+    if let Some(h) = held.take() {
+        rejected += 1;
+        rec.record(
+            now(),
+            Record::Interlock {
+                interlock: "destructive_action".into(),
+                detail: format!(
+                    "{}: still held when the session stopped; not executed",
+                    h.hold.label
+                ),
+            },
+        )?;
+    }
     cancel.cancel();
     let _ = to_reflex.send(ToReflex::Stop);
     drop(to_tactical);
@@ -826,6 +879,7 @@ fn handle_tactical(
     prompt_tokens: &mut u64,
     last_observation: &mut String,
     rejected: &mut u64,
+    held: &mut Option<HeldAction>,
 ) -> anyhow::Result<()> {
     let t = now();
     let view = r.frame.view();
@@ -960,29 +1014,106 @@ fn handle_tactical(
     };
     if point.is_some() {
         if let Some(m) = destructive::check(&r.observation.texts, point, r.frame.view().bounds(), 220) {
-            let allowed = !cfg.unattended
-                && ask_user(&format!(
-                    "The agent wants to {label} next to \"{}\" ({}). Allow? [y/N] ",
-                    m.text, m.pattern
-                ));
-            if !allowed {
-                *rejected += 1;
-                rec.record(
-                    t,
-                    Record::Interlock {
-                        interlock: "destructive_action".into(),
-                        detail: format!("{label} near {:?} ({})", m.text, m.pattern),
-                    },
-                )?;
-                context.record(HistoryEntry::new(
-                    t,
-                    label,
-                    format!("rejected: looks like a confirmation dialogue ({}: \"{}\"); needs the user's explicit confirmation", m.pattern, m.text),
-                ));
-                return Ok(());
-            }
+            rec.record(
+                t,
+                Record::Interlock {
+                    interlock: "destructive_action".into(),
+                    detail: format!("held: {label} near {:?} ({})", m.text, m.pattern),
+                },
+            )?;
+            let opts = destructive::HoldOptions {
+                display: cfg.display.clone(),
+                window: cfg.window.id,
+                attended: !cfg.unattended && std::io::stdin().is_terminal(),
+                timeout: cfg.confirm_timeout,
+            };
+            *held = Some(HeldAction {
+                hold: destructive::Hold::start(&opts, &label, m),
+                action,
+                mark,
+                path,
+                target,
+                reflex_paused: false,
+            });
+            return Ok(());
         }
     }
+    let _ = rejected;
+    propose(
+        cfg,
+        rec,
+        state,
+        pending,
+        next_action,
+        queue,
+        t,
+        (action, mark, path, target, label),
+    )
+}
+
+/// The end of a hold (FR-SAFE-005): an allowed action is proposed; a rejected one is reported to the model
+/// with the reason.
+#[allow(clippy::too_many_arguments)]
+fn release_held(
+    cfg: &AgentConfig,
+    h: HeldAction,
+    out: destructive::Outcome,
+    rec: &mut Recorder,
+    context: &mut Context,
+    state: &mut LoopState,
+    pending: &mut HashMap<u64, Pending>,
+    next_action: &mut u64,
+    queue: &mut Vec<Command>,
+    rejected: &mut u64,
+) -> anyhow::Result<()> {
+    let t = now();
+    let reason = h.hold.reason(&out);
+    rec.record(
+        t,
+        Record::Interlock {
+            interlock: "destructive_action".into(),
+            detail: format!("{} after {} ms: {reason}", h.hold.label, out.waited.as_millis()),
+        },
+    )?;
+    let label = h.hold.label.clone();
+    if out.decision.allowed() {
+        return propose(
+            cfg,
+            rec,
+            state,
+            pending,
+            next_action,
+            queue,
+            t,
+            (h.action, h.mark, h.path, h.target, label),
+        );
+    }
+    *rejected += 1;
+    context.record(HistoryEntry::new(t, label, reason));
+    Ok(())
+}
+
+/// A grounded action, its mark, grounding path, target and label.
+type Grounded = (
+    Action,
+    Option<(ElementId, Rect)>,
+    Option<GroundingPath>,
+    Option<Target>,
+    String,
+);
+
+/// Propose a grounded action to the loop logic (which executes or rejects it).
+#[allow(clippy::too_many_arguments)]
+fn propose(
+    cfg: &AgentConfig,
+    rec: &mut Recorder,
+    state: &mut LoopState,
+    pending: &mut HashMap<u64, Pending>,
+    next_action: &mut u64,
+    queue: &mut Vec<Command>,
+    t: MonoTime,
+    (action, mark, path, target, label): Grounded,
+) -> anyhow::Result<()> {
     let (expected, region) = expectation(&action, mark);
     let id = *next_action;
     *next_action += 1;
@@ -1012,14 +1143,4 @@ fn handle_tactical(
     let _: Option<Verdict> = None;
     let _ = MonoTime::ZERO;
     Ok(())
-}
-
-/// Ask the person at the terminal (FR-SAFE-005). No terminal means no.
-fn ask_user(question: &str) -> bool {
-    if !std::io::stdin().is_terminal() {
-        return false;
-    }
-    eprint!("\n{question}");
-    let mut line = String::new();
-    std::io::stdin().read_line(&mut line).is_ok() && line.trim().eq_ignore_ascii_case("y")
 }

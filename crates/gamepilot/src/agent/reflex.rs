@@ -12,7 +12,7 @@ use gamepilot_executor::{
 use gamepilot_sensor::{Evaluator, Expression, NoTemplates, RecognitionCache, Value};
 use gamepilot_vision::{FrameClass, Perceiver, Thumb};
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestSink};
-use gamepilot_x11::userinput::{RawInputWatch, Watch};
+use gamepilot_x11::userinput::{RawInputWatch, RawKind, Watch};
 use gamepilot_x11::{WindowCapturer, X11};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
@@ -35,6 +35,9 @@ pub enum ToReflex {
     CancelOwner(SubgoalId),
     /// The active subgoal and its compiled postcondition.
     Subgoal(Option<(SubgoalId, Expression)>),
+    /// An action is held for the user's confirmation (FR-SAFE-005): `true` pauses the executor (everything
+    /// released, nothing delivered) and tolerates the user's input meant for the overlay; `false` resumes.
+    Hold(bool),
     Stop,
 }
 
@@ -86,6 +89,18 @@ pub struct ReflexSetup {
     pub program: Option<gamepilot_sensor::Program>,
     pub declared: gamepilot_core::Size,
     pub goal: Option<Expression>,
+}
+
+/// After a confirmation hold ends, the motion and button release that finish the user's click on the
+/// overlay are not a stop (FR-SAFE-002 still applies to presses and keys).
+const HOLD_GRACE: Duration = Duration::from_millis(1500);
+
+/// Whether one real-device event stops the run (FR-SAFE-002). While an action is held for confirmation the
+/// executor is already paused and the user is expected to reach for the overlay, so nothing is a stop;
+/// just after, only the tail of that click (motion, button release) is forgiven.
+fn stops_the_run(kind: RawKind, holding: bool, in_grace: bool) -> bool {
+    let tail_of_the_click = in_grace && matches!(kind, RawKind::Motion | RawKind::ButtonRelease);
+    !holding && !tail_of_the_click
 }
 
 /// Width of the reflex thumbnail.
@@ -211,6 +226,8 @@ pub fn run(
     let mut ticker = Ticker::new(setup.hz);
     let mut tick: u64 = 0;
     let mut last_audit = Instant::now();
+    let mut holding = false;
+    let mut grace_until: Option<Instant> = None;
     publish(&guardian, ex.held());
     guardian.shm.set_armed(true);
     let send = |m: FromReflex| {
@@ -230,8 +247,14 @@ pub fn run(
             send(FromReflex::WindowGone);
             return Ok(());
         };
-        // FR-SAFE-002: real-device input pauses the agent and releases everything at once.
-        if let Some(ev) = watch.poll_user()? {
+        // FR-SAFE-002: real-device input pauses the agent and releases everything at once (not the user's
+        // click on the confirmation overlay, FR-SAFE-005; see `stops_the_run`).
+        let in_grace = grace_until.is_some_and(|g| Instant::now() < g);
+        let user = watch
+            .poll()?
+            .into_iter()
+            .find(|e| !e.synthetic && stops_the_run(e.kind, holding, in_grace));
+        if let Some(ev) = user {
             let out = ex.pause_for_user();
             sink.deliver(&out.events)?;
             publish(&guardian, ex.held());
@@ -274,6 +297,20 @@ pub fn run(
                     }
                 }
                 Ok(ToReflex::Subgoal(s)) => subgoal = s,
+                Ok(ToReflex::Hold(on)) => {
+                    if on && !holding {
+                        let out = ex.pause_for_user();
+                        sink.deliver(&out.events)?;
+                        publish(&guardian, ex.held());
+                        for r in &out.reports {
+                            report_finished(&mut tags, r, &send);
+                        }
+                    } else if !on && holding {
+                        ex.resume();
+                        grace_until = Some(Instant::now() + HOLD_GRACE);
+                    }
+                    holding = on;
+                }
                 Ok(ToReflex::Stop) => return Ok(()),
                 Err(std::sync::mpsc::TryRecvError::Empty) => break,
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => return Ok(()),
@@ -443,5 +480,32 @@ fn report_finished(
             tag,
             report: serde_json::to_string(&r.kind).unwrap_or_default(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_input_stops_the_run_except_the_click_on_the_confirmation_overlay() {
+        // FR-SAFE-002 as before; FR-SAFE-005: the user answering the overlay is not a takeover
+        for kind in [
+            RawKind::KeyPress,
+            RawKind::KeyRelease,
+            RawKind::ButtonPress,
+            RawKind::ButtonRelease,
+            RawKind::Motion,
+        ] {
+            assert!(stops_the_run(kind, false, false), "{kind:?} stops a normal run");
+            assert!(!stops_the_run(kind, true, false), "{kind:?} during a hold");
+        }
+        assert!(!stops_the_run(RawKind::Motion, false, true));
+        assert!(!stops_the_run(RawKind::ButtonRelease, false, true));
+        assert!(
+            stops_the_run(RawKind::ButtonPress, false, true),
+            "a new press after the hold stops"
+        );
+        assert!(stops_the_run(RawKind::KeyPress, false, true));
     }
 }

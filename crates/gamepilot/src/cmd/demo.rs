@@ -94,6 +94,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tactical_interval_ms: 300,
         tactical_pixels: 512 * 288,
         unattended: true,
+        // Nobody can click an overlay on the demo's private display: destructive actions are rejected.
+        confirm_timeout: std::time::Duration::ZERO,
         quiet: args.quiet,
         research_endpoint: None,
     };

@@ -108,9 +108,14 @@ pub struct Args {
     /// Send the marked image to the model (needs a vision host); default: when the host says it can.
     #[arg(long)]
     pub image: Option<bool>,
-    /// Nobody is at the terminal: destructive actions are rejected instead of asked about.
+    /// Nobody is at the terminal: destructive actions are asked about on the overlay only, not also at the
+    /// terminal.
     #[arg(long)]
     pub unattended: bool,
+    /// Seconds a destructive action waits for the user's explicit answer (the overlay's Allow / Reject,
+    /// or y/N at the terminal) before it is rejected and the model told why; 0 rejects at once.
+    #[arg(long = "confirm-timeout-s", default_value_t = 30)]
+    pub confirm_timeout_s: u64,
     /// Base URL of a SearxNG instance for the escalation ladder's research rung (its JSON API); without
     /// it research is unavailable and the rung moves on.
     #[arg(long = "search-endpoint", value_name = "URL")]
@@ -213,6 +218,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tactical_interval_ms: args.tactical_interval_ms,
         tactical_pixels: 512 * 288,
         unattended: args.unattended,
+        confirm_timeout: std::time::Duration::from_secs(args.confirm_timeout_s),
         quiet: false,
         research_endpoint: args.search_endpoint.clone(),
     };
