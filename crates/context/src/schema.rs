@@ -5,7 +5,7 @@
 
 use crate::ContextError;
 use gamepilot_core::action::{Action, MouseButton};
-use gamepilot_core::{ElementId, Size};
+use gamepilot_core::{ElementId, Point, Size};
 use serde_json::{json, Map, Value};
 
 /// One tool the model may call in a tactical reply.
@@ -256,6 +256,42 @@ pub fn tactical_schema(
     Ok(json!({ "anyOf": variants }))
 }
 
+/// The schema of a two-stage grounding's cheap pass (FR-GND-005): one point `{x, y}` inside the
+/// downscaled whole frame the pass saw, naming where the next action's target is.
+pub fn localise_schema(image: Size) -> Result<Value, ContextError> {
+    if image.w == 0 || image.h == 0 {
+        return Err(ContextError::EmptyCapture {
+            w: image.w,
+            h: image.h,
+        });
+    }
+    Ok(json!({
+        "type": "object",
+        "properties": {
+            "x": {"type": "integer", "minimum": 0, "maximum": image.w - 1},
+            "y": {"type": "integer", "minimum": 0, "maximum": image.h - 1},
+        },
+        "required": ["x", "y"],
+        "additionalProperties": false,
+    }))
+}
+
+/// Validates a cheap pass's reply against its [`localise_schema`] and returns the point.
+pub fn parse_localise(value: &Value, schema: &Value) -> Result<Point, ContextError> {
+    crate::validate(schema, value)?;
+    let coord = |k: &str| {
+        value
+            .get(k)
+            .and_then(Value::as_i64)
+            .and_then(|v| i32::try_from(v).ok())
+            .ok_or_else(|| ContextError::SchemaViolation {
+                path: format!("$.{k}"),
+                reason: "not an integer".into(),
+            })
+    };
+    Ok(Point::new(coord("x")?, coord("y")?))
+}
+
 /// A tactical reply, parsed after it validated against this tick's schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TacticalReply {
@@ -333,6 +369,23 @@ mod tests {
 
     fn marks(ids: &[u32]) -> Vec<ElementId> {
         ids.iter().map(|i| ElementId(*i)).collect()
+    }
+
+    #[test]
+    fn localise_schema_bounds_the_point_to_the_cheap_image() {
+        // FR-GND-005: the cheap pass can only answer a point inside the image it saw
+        let s = localise_schema(Size::new(320, 180)).unwrap();
+        assert_eq!(
+            parse_localise(&json!({"x": 319, "y": 0}), &s).unwrap(),
+            Point::new(319, 0)
+        );
+        assert!(parse_localise(&json!({"x": 320, "y": 0}), &s).is_err());
+        assert!(parse_localise(&json!({"x": 3}), &s).is_err());
+        assert!(parse_localise(&json!({"x": 3, "y": 4, "mark": 1}), &s).is_err());
+        assert!(matches!(
+            localise_schema(Size::new(0, 10)),
+            Err(ContextError::EmptyCapture { .. })
+        ));
     }
 
     #[test]

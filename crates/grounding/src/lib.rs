@@ -12,7 +12,7 @@ pub mod verify;
 
 pub use attribution::{attribute, FailureCause, FailureFacts, FailureHistogram};
 pub use paths::{GroundingPath, PathCounts, PathStats};
-pub use refine::{plan_crop, Crop, RefineConfig};
+pub use refine::{plan_crop, plan_crop_box, scale_rect, Crop, RefineConfig};
 pub use suppress::{Suppressor, Target};
 pub use verify::{
     verdict_for, ActionId, ChangeDirection, Evidence, ExpectedChange, PendingCheck, Verdict, Verifier,

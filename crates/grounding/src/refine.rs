@@ -146,6 +146,57 @@ impl Crop {
     }
 }
 
+impl Crop {
+    /// Map a box the expensive pass saw (in the crop resized to `expensive_image`) back to capture
+    /// space, clipped to the crop; `None` when nothing of it lies inside the expensive image.
+    pub fn rect_to_capture(&self, r: Rect, expensive_image: Size) -> Option<Rect> {
+        if expensive_image.w == 0 || expensive_image.h == 0 {
+            return None;
+        }
+        let clipped = r.clamped_to(&Rect::new(0, 0, expensive_image.w, expensive_image.h))?;
+        let sx = self.region.w as f64 / expensive_image.w as f64;
+        let sy = self.region.h as f64 / expensive_image.h as f64;
+        let x0 = (clipped.x as f64 * sx).floor() as i32;
+        let y0 = (clipped.y as f64 * sy).floor() as i32;
+        let x1 = ((clipped.x as f64 + clipped.w as f64) * sx).ceil() as i32;
+        let y1 = ((clipped.y as f64 + clipped.h as f64) * sy).ceil() as i32;
+        let w = (x1 - x0).max(1) as u32;
+        let h = (y1 - y0).max(1) as u32;
+        Rect::new(self.region.x + x0, self.region.y + y0, w, h).clamped_to(&self.region)
+    }
+
+    /// The size the expensive pass sees: the crop magnified by the largest factor in `[1, max_factor]`
+    /// that keeps its area within `pixel_budget` (the crop itself when the budget is smaller).
+    pub fn expensive_size(&self, pixel_budget: u64, max_factor: f64) -> Size {
+        let area = self.region.w as f64 * self.region.h as f64;
+        let by_budget = if area > 0.0 {
+            (pixel_budget as f64 / area).sqrt()
+        } else {
+            1.0
+        };
+        let f = by_budget.min(max_factor).max(1.0);
+        Size::new(
+            ((self.region.w as f64 * f).floor() as u32).max(1),
+            ((self.region.h as f64 * f).floor() as u32).max(1),
+        )
+    }
+}
+
+/// A whole-frame box expressed in a downscaled image of the frame (the cheap pass's view).
+pub fn scale_rect(r: Rect, from: Size, to: Size) -> Option<Rect> {
+    if from.w == 0 || from.h == 0 || to.w == 0 || to.h == 0 {
+        return None;
+    }
+    let sx = to.w as f64 / from.w as f64;
+    let sy = to.h as f64 / from.h as f64;
+    let x0 = (r.x as f64 * sx).floor() as i32;
+    let y0 = (r.y as f64 * sy).floor() as i32;
+    let x1 = ((r.x as f64 + r.w as f64) * sx).ceil() as i32;
+    let y1 = ((r.y as f64 + r.h as f64) * sy).ceil() as i32;
+    Rect::new(x0, y0, (x1 - x0).max(1) as u32, (y1 - y0).max(1) as u32)
+        .clamped_to(&Rect::new(0, 0, to.w, to.h))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +293,52 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.region, Rect::new(0, 0, 64, 64));
+    }
+
+    #[test]
+    fn expensive_boxes_map_back_inside_the_crop() {
+        // FR-GND-005, INV-PERC-001: a box from the magnified crop lands in capture space inside the crop
+        let c = plan_crop(
+            Point::new(160, 90),
+            Size::new(320, 180),
+            Size::new(1280, 720),
+            &RefineConfig {
+                crop_fraction: 0.25,
+                min_crop_px: 100,
+                box_margin_px: 0,
+            },
+        )
+        .unwrap();
+        let big = Size::new(640, 360);
+        let r = c.rect_to_capture(Rect::new(100, 50, 40, 20), big).unwrap();
+        assert_eq!(r, Rect::new(c.region.x + 50, c.region.y + 25, 20, 10));
+        let edge = c.rect_to_capture(Rect::new(600, 340, 100, 100), big).unwrap();
+        assert!(c.region.contains_rect(&edge));
+        assert!(c.rect_to_capture(Rect::new(700, 10, 5, 5), big).is_none());
+    }
+
+    #[test]
+    fn magnification_respects_the_pixel_budget_and_the_cap() {
+        // FR-GND-005: the expensive pass gets more pixels per target, within the visual budget
+        let c = Crop {
+            region: Rect::new(0, 0, 400, 200),
+            cheap_point: Point::new(0, 0),
+        };
+        assert_eq!(c.expensive_size(1_000_000, 2.0), Size::new(800, 400));
+        assert_eq!(c.expensive_size(320_000, 4.0), Size::new(800, 400));
+        assert_eq!(c.expensive_size(1_000, 2.0), Size::new(400, 200));
+    }
+
+    #[test]
+    fn whole_frame_boxes_scale_into_the_cheap_image() {
+        // FR-GND-005: the cheap pass sees the frame's boxes in its own coordinates
+        let r = scale_rect(
+            Rect::new(460, 288, 360, 84),
+            Size::new(1280, 720),
+            Size::new(320, 180),
+        )
+        .unwrap();
+        assert_eq!(r, Rect::new(115, 72, 90, 21));
+        assert!(scale_rect(Rect::new(0, 0, 5, 5), Size::new(0, 1), Size::new(1, 1)).is_none());
     }
 }

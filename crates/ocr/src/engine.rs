@@ -86,8 +86,18 @@ impl TesseractOcr {
 
     /// Recognise text lines in `region` of `view` (boxes in frame coordinates, wholly inside the region).
     pub fn lines(&mut self, view: &FrameView<'_>, region: Rect) -> Result<Vec<TextLine>, OcrError> {
-        let region = check_region(view, region)?;
         let large = region.w as u64 * region.h as u64 > 200_000;
+        self.lines_as(view, region, large)
+    }
+
+    /// Lines of a region read as a sparse screen (several elements, both polarities) whatever its size:
+    /// for a crop of a game screen, which is small but laid out like a whole one (FR-GND-005).
+    pub fn screen_lines(&mut self, view: &FrameView<'_>, region: Rect) -> Result<Vec<TextLine>, OcrError> {
+        self.lines_as(view, region, true)
+    }
+
+    fn lines_as(&mut self, view: &FrameView<'_>, region: Rect, large: bool) -> Result<Vec<TextLine>, OcrError> {
+        let region = check_region(view, region)?;
         let psm = if large {
             PageSegMode::PsmSparseText
         } else {

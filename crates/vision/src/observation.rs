@@ -4,7 +4,7 @@
 use crate::classify::{classify, Classification, ClassifierParams, FrameClass};
 use crate::ids::IdTracker;
 use crate::ocr::TextLine;
-use crate::proposals::{propose, ProposalParams};
+use crate::proposals::{merge_accessibility, propose, Candidate, ProposalParams};
 use crate::template::Atlas;
 use crate::thumb::{Thumb, THUMB_WIDTH};
 use gamepilot_core::{ElementId, FrameView, MonoTime, Rect, Size};
@@ -46,6 +46,39 @@ impl Observation {
     /// The element with this id (the only elements an action may name, FR-GND-003).
     pub fn element(&self, id: ElementId) -> Option<&Element> {
         self.elements.iter().find(|e| e.id == id)
+    }
+
+    /// The same observation in another coordinate space of `frame_size` (a downscaled whole frame, or
+    /// capture space for a crop's observation): every box goes through `map`; an element or text whose
+    /// box maps to nothing is dropped, so every box stays inside the new frame (INV-PERC-001).
+    pub fn remapped(&self, frame_size: Size, map: impl Fn(Rect) -> Option<Rect>) -> Observation {
+        let bounds = Rect::new(0, 0, frame_size.w, frame_size.h);
+        let inside = |r: Rect| map(r).and_then(|m| m.clamped_to(&bounds));
+        Observation {
+            at: self.at,
+            frame_size,
+            class: self.class,
+            texts: self
+                .texts
+                .iter()
+                .filter_map(|t| {
+                    Some(TextItem {
+                        bbox: inside(t.bbox)?,
+                        ..t.clone()
+                    })
+                })
+                .collect(),
+            elements: self
+                .elements
+                .iter()
+                .filter_map(|e| {
+                    Some(Element {
+                        bbox: inside(e.bbox)?,
+                        ..e.clone()
+                    })
+                })
+                .collect(),
+        }
     }
 
     /// The text form that stands in for the image for a text-only model.
@@ -143,12 +176,29 @@ impl Perceiver {
         class: FrameClass,
         texts: &[TextLine],
     ) -> Observation {
+        self.observe_with_accessibility(view, now, class, texts, &[])
+    }
+
+    /// [`Perceiver::observe`] with elements from the platform accessibility tree (capture-space boxes,
+    /// source `Accessibility`), whose geometry wins over the visual proposals' (FR-PERC-010).
+    pub fn observe_with_accessibility(
+        &mut self,
+        view: &FrameView<'_>,
+        now: MonoTime,
+        class: FrameClass,
+        texts: &[TextLine],
+        accessibility: &[Candidate],
+    ) -> Observation {
         let at = now.max(self.last_at);
         self.last_at = at;
         let size = view.size();
         let scene = class == FrameClass::Scene || self.prev_size != Some(size);
         self.prev_size = Some(size);
-        let cands = propose(view, texts, &self.atlas, &self.proposals);
+        let cands = merge_accessibility(
+            propose(view, texts, &self.atlas, &self.proposals),
+            accessibility,
+            view.bounds(),
+        );
         let elements = self.ids.assign(view, cands, scene);
         let bounds = view.bounds();
         let texts = texts
@@ -205,5 +255,50 @@ mod tests {
         assert_eq!(json["elements"][0]["bbox"], serde_json::json!([30, 20, 80, 30]));
         assert_eq!(json["class"], "unchanged");
         assert!(o2.to_text().contains("[1] rect"));
+    }
+
+    #[test]
+    fn remapping_keeps_every_box_inside_the_new_frame() {
+        // INV-PERC-001, FR-GND-005: an observation re-expressed for a downscaled frame
+        let o = Observation {
+            at: MonoTime(1),
+            frame_size: Size::new(100, 100),
+            class: FrameClass::Local,
+            texts: vec![TextItem {
+                text: "Play".into(),
+                bbox: Rect::new(10, 10, 20, 10),
+                confidence: 0.9,
+            }],
+            elements: vec![
+                Element {
+                    id: ElementId(1),
+                    bbox: Rect::new(50, 50, 60, 60),
+                    confidence: 0.8,
+                    source: ElementSource::Rect,
+                    label: None,
+                },
+                Element {
+                    id: ElementId(2),
+                    bbox: Rect::new(90, 90, 5, 5),
+                    confidence: 0.8,
+                    source: ElementSource::Rect,
+                    label: None,
+                },
+            ],
+        };
+        let half = o.remapped(Size::new(50, 50), |r| {
+            Some(Rect::new(r.x / 2, r.y / 2, r.w / 2, r.h / 2))
+        });
+        assert_eq!(half.texts[0].bbox, Rect::new(5, 5, 10, 5));
+        assert_eq!(half.elements[0].bbox, Rect::new(25, 25, 25, 25));
+        let dropped = o.remapped(Size::new(50, 50), |r| {
+            (r.x < 80).then_some(Rect::new(r.x / 2, r.y / 2, r.w / 2, r.h / 2))
+        });
+        assert_eq!(dropped.elements.len(), 1);
+        assert_eq!(dropped.elements[0].id, ElementId(1));
+        assert!(dropped
+            .elements
+            .iter()
+            .all(|e| Rect::new(0, 0, 50, 50).contains_rect(&e.bbox)));
     }
 }

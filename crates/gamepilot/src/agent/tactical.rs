@@ -1,12 +1,15 @@
 //! The tactical cadence of `gamepilot run`: observe (full frame on demand, OCR, elements, marks), assemble
 //! the context, build this tick's output schema from the marks present now (FR-MODEL-003, FR-GND-003),
-//! call the model, and hand back one schema-checked reply. Runs on its own thread.
+//! call the model, and hand back one schema-checked reply. Runs on its own thread. A two-stage tick makes
+//! a cheap localising call over the downscaled frame first, then the acting call on the crop (FR-GND-005).
 
 use crate::cmd::common::now;
+use super::refine;
 use gamepilot_context::{
-    tactical_schema, Cadence, Context, ObservationText, SchemaLimits, TacticalReply, ToolSet,
+    localise_schema, parse_localise, tactical_schema, Cadence, Context, ImagePart, ObservationText,
+    SchemaLimits, TacticalReply, ToolSet,
 };
-use gamepilot_core::{ElementId, Frame, MonoTime, Size};
+use gamepilot_core::{ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_vision::{MarkRenderer, Observation, Ocr, Perceiver, Thumb};
 use gamepilot_x11::{WindowCapturer, X11};
@@ -23,6 +26,8 @@ pub struct TacticalRequest {
     pub visual_pixels: u64,
     /// The tools this tick offers: the grounding path chosen for the scene (FR-GND-004) narrows them.
     pub tools: Option<ToolSet>,
+    /// Ground in two stages: localise over the downscaled frame, then act on the crop (FR-GND-005).
+    pub two_stage: bool,
 }
 
 /// What a tactical tick produced.
@@ -42,6 +47,8 @@ pub struct TacticalResult {
     pub tokens_out: u64,
     pub cached_tokens: u64,
     pub started: MonoTime,
+    /// Present when the tick grounded in two stages (FR-GND-005).
+    pub refinement: Option<Refinement>,
 }
 
 pub struct TacticalSetup {
@@ -94,100 +101,159 @@ pub fn run(
             .filter(|id| !req.excluded_marks.contains(id))
             .collect();
         let observation_text = observation.to_text();
-        let result = (|| -> Result<TacticalResultParts, String> {
-            let schema = tactical_schema(
-                req.tools.as_ref().unwrap_or(&setup.tools),
-                &present,
-                Size::new(frame.width, frame.height),
-                &setup.limits,
-            )
-            .map_err(|e| e.to_string())?;
-            let image = if req.with_image {
-                let img_frame = marked
-                    .as_ref()
-                    .and_then(|m| Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), started));
-                let src = img_frame.as_ref().map(|f| f.view()).unwrap_or(view);
-                gamepilot_model::budget::encode_for_budget(&src, req.visual_pixels).ok()
-            } else {
-                None
-            };
-            let prompt = req.context.assemble(
-                Cadence::Tactical,
-                &ObservationText::new(started, observation_text.clone()),
-                image,
-            );
+        let tools = req.tools.as_ref().unwrap_or(&setup.tools);
+        let call = |text: String, image: Option<ImagePart>, schema: &serde_json::Value| -> ModelCall {
+            let prompt = req
+                .context
+                .assemble(Cadence::Tactical, &ObservationText::new(started, text), image);
             let prefix_bytes = prompt
                 .messages
                 .first()
                 .map(|m| m.joined_text().len() as u64)
                 .unwrap_or(0);
             let chat = ChatRequest::from_prompt(&setup.model_name, &prompt, setup.max_tokens);
-            let prompt_json = chat.body();
-            let reply = setup.client.chat_structured(&chat, &schema, &cancel);
-            Ok(TacticalResultParts {
-                schema,
-                prompt_json,
+            ModelCall {
+                prompt_json: chat.body(),
                 prefix_bytes,
-                reply: reply.map_err(|e| e.to_string()),
-            })
-        })();
-        let (schema, prompt_json, prefix_bytes, reply, latency_ms, tokens_in, tokens_out, cached) =
-            match result {
-                Ok(parts) => match parts.reply {
-                    Ok(r) => {
-                        let t = r.reply.timings.clone();
-                        let parsed = TacticalReply::parse(&r.value, &parts.schema)
-                            .map(|p| (p, r.reply.content.clone()))
-                            .map_err(|e| e.to_string());
-                        (
-                            parts.schema,
-                            parts.prompt_json,
-                            parts.prefix_bytes,
-                            parsed,
-                            t.wall_ms,
-                            t.prompt_tokens.unwrap_or(0),
-                            t.completion_tokens.unwrap_or(0),
-                            t.cached_tokens.unwrap_or(0),
-                        )
-                    }
-                    Err(e) => (
-                        parts.schema,
-                        parts.prompt_json,
-                        parts.prefix_bytes,
-                        Err(e),
-                        0.0,
-                        0,
-                        0,
-                        0,
+                reply: setup
+                    .client
+                    .chat_structured(&chat, schema, &cancel)
+                    .map_err(|e| e.to_string()),
+            }
+        };
+        let image_of = |src: Option<&image::RgbaImage>, fallback: &FrameView<'_>, pixels: u64| {
+            let f = src.and_then(|m| Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), started));
+            let v = f.as_ref().map(|f| f.view()).unwrap_or(*fallback);
+            gamepilot_model::budget::encode_for_budget(&v, pixels).ok()
+        };
+        let mut refinement = None;
+        let outcome: Result<(serde_json::Value, ModelCall), String> = if req.two_stage {
+            // FR-GND-005: the cheap pass localises over the whole frame downscaled (a quarter of the
+            // visual budget), the expensive pass acts on the magnified crop around its point.
+            let cheap = refine::cheap_size(view.size());
+            let cheap_obs = refine::cheap_observation(&observation, cheap);
+            (|| {
+                let loc_schema = localise_schema(cheap).map_err(|e| e.to_string())?;
+                let image = req
+                    .with_image
+                    .then(|| image_of(marked.as_ref(), &view, req.visual_pixels / 4))
+                    .flatten();
+                let first = call(refine::cheap_prompt_text(&cheap_obs), image, &loc_schema);
+                let (point, first_text) = match &first.reply {
+                    Ok(r) => (
+                        parse_localise(&r.value, &loc_schema).map_err(|e| format!("localise pass: {e}"))?,
+                        r.reply.content.clone(),
                     ),
-                },
-                Err(e) => (
-                    serde_json::Value::Null,
-                    serde_json::Value::Null,
-                    0,
-                    Err(e),
-                    0.0,
-                    0,
-                    0,
-                    0,
-                ),
-            };
-        let out = TacticalResult {
+                    Err(e) => return Err(format!("localise pass: {e}")),
+                };
+                let excluded: Vec<Rect> = req
+                    .excluded_marks
+                    .iter()
+                    .filter_map(|id| observation.element(*id).map(|e| e.bbox))
+                    .collect();
+                let whole = refine::WholeFrame {
+                    view,
+                    lines: &texts,
+                    observation: &observation,
+                };
+                let cv = refine::observe_crop(
+                    &whole,
+                    point,
+                    cheap,
+                    req.visual_pixels,
+                    ocr.as_mut(),
+                    &excluded,
+                    started,
+                )?;
+                let crop_marks: Vec<ElementId> = cv.in_crop.elements.iter().map(|e| e.id).collect();
+                let schema = tactical_schema(tools, &crop_marks, cv.size(), &setup.limits)
+                    .map_err(|e| e.to_string())?;
+                let crop_marked = marks
+                    .as_ref()
+                    .map(|m| m.render(&cv.frame.view(), &cv.in_crop.elements).0);
+                let image = req
+                    .with_image
+                    .then(|| image_of(crop_marked.as_ref(), &cv.frame.view(), req.visual_pixels))
+                    .flatten();
+                let second = call(cv.prompt_text(), image, &schema);
+                refinement = Some(Refinement {
+                    crop: cv.crop.region,
+                    cheap_point: point,
+                    cheap_size: cheap,
+                    expensive_size: cv.size(),
+                    localise_prompt_json: first.prompt_json,
+                    localise_schema: loc_schema,
+                    localise_reply: first_text,
+                    localise_timings: first.reply.ok().map(|r| r.reply.timings),
+                    marked_crop: crop_marked,
+                    crop_view: cv,
+                });
+                Ok((schema, second))
+            })()
+        } else {
+            tactical_schema(tools, &present, Size::new(frame.width, frame.height), &setup.limits)
+                .map_err(|e| e.to_string())
+                .map(|schema| {
+                    let image = req
+                        .with_image
+                        .then(|| image_of(marked.as_ref(), &view, req.visual_pixels))
+                        .flatten();
+                    let c = call(observation_text.clone(), image, &schema);
+                    (schema, c)
+                })
+        };
+        let mut out = TacticalResult {
             tick: req.tick,
             observation,
             observation_text,
             frame,
             marked,
-            prompt_json,
-            prefix_bytes,
-            schema,
-            reply,
-            latency_ms,
-            tokens_in,
-            tokens_out,
-            cached_tokens: cached,
+            prompt_json: serde_json::Value::Null,
+            prefix_bytes: 0,
+            schema: serde_json::Value::Null,
+            reply: Err(String::new()),
+            latency_ms: 0.0,
+            tokens_in: 0,
+            tokens_out: 0,
+            cached_tokens: 0,
             started,
+            refinement: None,
         };
+        match outcome {
+            Err(e) => out.reply = Err(e),
+            Ok((schema, c)) => {
+                out.prompt_json = c.prompt_json;
+                out.prefix_bytes = c.prefix_bytes;
+                match c.reply {
+                    Err(e) => out.reply = Err(e),
+                    Ok(r) => {
+                        let t = &r.reply.timings;
+                        out.latency_ms = t.wall_ms;
+                        out.tokens_in = t.prompt_tokens.unwrap_or(0);
+                        out.tokens_out = t.completion_tokens.unwrap_or(0);
+                        out.cached_tokens = t.cached_tokens.unwrap_or(0);
+                        let parsed = TacticalReply::parse(&r.value, &schema).map_err(|e| e.to_string());
+                        out.reply = match (&refinement, parsed) {
+                            (Some(rf), Ok(p)) => rf
+                                .crop_view
+                                .reply_to_capture(p)
+                                .map(|p| (p, r.reply.content.clone())),
+                            (_, p) => p.map(|p| (p, r.reply.content.clone())),
+                        };
+                    }
+                }
+                out.schema = schema;
+            }
+        }
+        if let Some(rf) = &refinement {
+            if let Some(t) = &rf.localise_timings {
+                out.latency_ms += t.wall_ms;
+                out.tokens_in += t.prompt_tokens.unwrap_or(0);
+                out.tokens_out += t.completion_tokens.unwrap_or(0);
+                out.cached_tokens += t.cached_tokens.unwrap_or(0);
+            }
+        }
+        out.refinement = refinement;
         if tx.send(out).is_err() {
             break;
         }
@@ -196,9 +262,26 @@ pub fn run(
     Ok(())
 }
 
-struct TacticalResultParts {
-    schema: serde_json::Value,
+/// One model call of a tactical tick.
+struct ModelCall {
     prompt_json: serde_json::Value,
     prefix_bytes: u64,
     reply: Result<gamepilot_model::StructuredReply, String>,
+}
+
+/// The cheap pass and the crop of a two-stage tick (FR-GND-005), for grounding and the recording.
+pub struct Refinement {
+    pub crop: Rect,
+    /// The cheap pass's answer, in the downscaled frame of `cheap_size`.
+    pub cheap_point: Point,
+    pub cheap_size: Size,
+    pub expensive_size: Size,
+    pub localise_prompt_json: serde_json::Value,
+    pub localise_schema: serde_json::Value,
+    pub localise_reply: String,
+    pub localise_timings: Option<gamepilot_model::CallTimings>,
+    /// The magnified crop with its marks (what a vision model was shown).
+    pub marked_crop: Option<image::RgbaImage>,
+    /// The crop's observation; `crop_view.in_capture` resolves the expensive pass's marks.
+    pub crop_view: refine::CropView,
 }
