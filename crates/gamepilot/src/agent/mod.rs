@@ -8,6 +8,7 @@
 pub mod deliberative;
 pub mod destructive;
 pub mod reflex;
+pub mod refine;
 pub mod research;
 pub mod tactical;
 
@@ -65,6 +66,12 @@ pub struct AgentConfig {
     pub quiet: bool,
     /// SearxNG base URL for the ladder's research rung; `None`: research unavailable.
     pub research_endpoint: Option<String>,
+    /// The sensor whose increase is progress (FR-LOOP-005's stalled-progress signal); `None`: that signal
+    /// stays off.
+    pub progress_sensor: Option<String>,
+    /// The grounding paths a tactical tick may take; the confirmation rates per scene class choose among
+    /// them (FR-GND-004). One entry forces that path.
+    pub grounding_paths: Vec<GroundingPath>,
 }
 
 /// What a session did, for the summary and the report.
@@ -548,7 +555,9 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                             change: change_of(change),
                             signature,
                             held,
-                            progress: None,
+                            progress: cfg.progress_sensor.as_ref().and_then(|p| {
+                                sensors.iter().find(|(n, _)| n == p).and_then(|(_, v)| *v)
+                            }),
                             goal_met,
                             subgoal: subgoal.map(|(s, met)| SubgoalCheck { subgoal: s, met }),
                         };
@@ -746,11 +755,12 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             tactical_in_flight = true;
             last_tactical = Instant::now();
             // FR-GND-004: the loop logic picks the grounding path from confirmation rates per scene class;
-            // the chosen path narrows this tick's tools (by mark, or by coordinate).
+            // the chosen path narrows this tick's tools (by mark, or by coordinate) or makes the tick
+            // ground in two stages (FR-GND-005).
             let cmds = feed!(Event::GroundingRequest {
                 request: tactical_tick,
                 scene: last_scene.clone(),
-                offered: vec![GroundingPath::Mark, GroundingPath::Coordinate],
+                offered: cfg.grounding_paths.clone(),
             });
             let path = cmds.iter().find_map(|c| match c {
                 Command::UsePath { path, .. } => *path,
@@ -765,6 +775,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 with_image: cfg.vision,
                 visual_pixels: cfg.tactical_pixels,
                 tools: tick_tools,
+                two_stage: path == Some(GroundingPath::TwoStage),
             });
         }
         if !cfg.quiet && held.is_none() && last_status.elapsed() >= Duration::from_millis(500) {
@@ -917,6 +928,9 @@ fn handle_tactical(
             messages: serde_json::json!({"request": r.prompt_json, "schema": r.schema}),
         },
     )?;
+    if let Some(rf) = r.refinement.as_ref() {
+        record_refinement(rec, t, r.tick, rf)?;
+    }
     *last_observation = r.observation_text.clone();
     context.end_tick(gamepilot_context::ObservationText::new(
         r.started,
@@ -975,7 +989,13 @@ fn handle_tactical(
             return Ok(());
         }
         TacticalReply::ClickMark { mark, button } => {
-            let Some(el) = r.observation.element(mark) else {
+            // A two-stage tick's marks are the crop's, already in capture space (FR-GND-005).
+            let marks_of = r
+                .refinement
+                .as_ref()
+                .map(|rf| &rf.crop_view.in_capture)
+                .unwrap_or(&r.observation);
+            let Some(el) = marks_of.element(mark) else {
                 context.record(HistoryEntry::new(
                     t,
                     format!("click_mark {mark}"),
@@ -991,7 +1011,11 @@ fn handle_tactical(
                     button,
                 },
                 Some((mark, el.bbox)),
-                Some(GroundingPath::Mark),
+                Some(if r.refinement.is_some() {
+                    GroundingPath::TwoStage
+                } else {
+                    GroundingPath::Mark
+                }),
                 Some(Target::Mark { element: mark }),
             )
         }
@@ -1002,7 +1026,13 @@ fn handle_tactical(
                 }),
                 _ => None,
             };
-            let path = target.map(|_| GroundingPath::Coordinate);
+            let path = target.map(|_| {
+                if r.refinement.is_some() {
+                    GroundingPath::TwoStage
+                } else {
+                    GroundingPath::Coordinate
+                }
+            });
             (a, None, path, target)
         }
     };
@@ -1142,5 +1172,52 @@ fn propose(
     queue.extend(cmds);
     let _: Option<Verdict> = None;
     let _ = MonoTime::ZERO;
+    Ok(())
+}
+
+/// Record a two-stage tick's cheap pass and crop (FR-GND-005): the localising prompt and reply under the
+/// cadence `tactical_localise`, and the marked crop as a marked frame.
+fn record_refinement(
+    rec: &mut Recorder,
+    t: MonoTime,
+    tick: u64,
+    rf: &tactical::Refinement,
+) -> anyhow::Result<()> {
+    if let Some(m) = rf.marked_crop.as_ref() {
+        if let Some(mf) = gamepilot_core::Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), t) {
+            rec.frame(t, &mf.view(), true, "crop")?;
+        }
+    }
+    rec.record(
+        t,
+        Record::Prompt {
+            cadence: "tactical_localise".into(),
+            call: tick,
+            prefix_bytes: 0,
+            messages: serde_json::json!({
+                "request": rf.localise_prompt_json,
+                "schema": rf.localise_schema,
+                "cheap_size": rf.cheap_size,
+                "crop": rf.crop,
+                "expensive_size": rf.expensive_size,
+                "crop_marks": rf.crop_view.in_capture.elements,
+            }),
+        },
+    )?;
+    let timings = rf.localise_timings.as_ref();
+    rec.record(
+        t,
+        Record::Reply {
+            cadence: "tactical_localise".into(),
+            call: tick,
+            latency_ms: timings.map(|t| t.wall_ms).unwrap_or(0.0),
+            tokens_in: timings.and_then(|t| t.prompt_tokens).unwrap_or(0),
+            tokens_out: timings.and_then(|t| t.completion_tokens).unwrap_or(0),
+            text: format!(
+                "{} -> point [{}, {}] of {}x{}, crop {:?}",
+                rf.localise_reply, rf.cheap_point.x, rf.cheap_point.y, rf.cheap_size.w, rf.cheap_size.h, rf.crop
+            ),
+        },
+    )?;
     Ok(())
 }

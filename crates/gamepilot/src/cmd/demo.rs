@@ -44,6 +44,12 @@ pub struct Args {
     pub model: ModelArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// No-progress thresholds and progress sensor (default progress sensor here: `coins`).
+    #[command(flatten)]
+    pub stuck: super::run::StuckArgs,
+    /// Grounding paths: auto chooses per scene class from confirmation rates; one name forces that path.
+    #[arg(long, value_enum, default_value_t = super::run::GroundingChoice::Auto)]
+    pub grounding: super::run::GroundingChoice,
     /// Print no status line while running.
     #[arg(long)]
     pub quiet: bool,
@@ -89,6 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         loop_cfg: LoopConfig {
             session_max_ms: args.seconds * 1000,
             session_max_actions: Some(args.max_actions),
+            signals: args.stuck.signals()?,
             ..LoopConfig::default()
         },
         tactical_interval_ms: 300,
@@ -98,6 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         confirm_timeout: std::time::Duration::ZERO,
         quiet: args.quiet,
         research_endpoint: None,
+        progress_sensor: Some(args.stuck.progress_sensor.clone().unwrap_or_else(|| "coins".into())),
+        grounding_paths: args.grounding.paths(),
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;

@@ -1,12 +1,13 @@
 //! `gamepilot run`: play a window toward a goal with a local model — the three cadences, the executor
 //! with every interlock, verification of every action, and a recording (issue 7).
 
+use gamepilot_grounding::GroundingPath;
 use super::act::LimitArgs;
 use super::common::WindowArgs;
 use crate::agent::{self, AgentConfig, Summary};
 use anyhow::Context as _;
 use gamepilot_model::{HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec};
-use gamepilot_planner::LoopConfig;
+use gamepilot_planner::{LoopConfig, SignalConfig};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -78,6 +79,75 @@ impl ModelArgs {
     }
 }
 
+/// Which grounding paths a tactical tick may take (FR-GND-004, FR-GND-005).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GroundingChoice {
+    /// Choose per scene class by confirmation rates among mark, coordinate and two-stage.
+    #[default]
+    Auto,
+    Mark,
+    Coordinate,
+    /// Localise over the downscaled frame, then act on the magnified crop.
+    TwoStage,
+}
+
+impl GroundingChoice {
+    pub fn paths(self) -> Vec<GroundingPath> {
+        match self {
+            GroundingChoice::Auto => vec![GroundingPath::Mark, GroundingPath::Coordinate, GroundingPath::TwoStage],
+            GroundingChoice::Mark => vec![GroundingPath::Mark],
+            GroundingChoice::Coordinate => vec![GroundingPath::Coordinate],
+            GroundingChoice::TwoStage => vec![GroundingPath::TwoStage],
+        }
+    }
+}
+
+/// No-progress detection settings (FR-LOOP-005; the defaults are justified in docs/stuck-thresholds.md).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct StuckArgs {
+    /// A JSON object of no-progress thresholds (fields of `SignalConfig`: stasis_ms, acting_window_ms,
+    /// progress_stall_ms, cycle_max_period, cycle_repeats, unverified_window, unverified_threshold, ...);
+    /// fields left out keep their defaults, unknown fields are an error.
+    #[arg(long, value_name = "FILE")]
+    pub stuck_config: Option<PathBuf>,
+    /// The declared sensor whose increase counts as progress (the stalled-progress signal); without it
+    /// that signal is off.
+    #[arg(long, value_name = "SENSOR")]
+    pub progress_sensor: Option<String>,
+}
+
+impl StuckArgs {
+    /// The thresholds: the defaults overridden by `--stuck-config`.
+    pub fn signals(&self) -> anyhow::Result<SignalConfig> {
+        let Some(path) = &self.stuck_config else {
+            return Ok(SignalConfig::default());
+        };
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        parse_signal_config(&text).with_context(|| format!("{}: not a stuck-threshold file", path.display()))
+    }
+}
+
+/// Parse a partial `SignalConfig` JSON object, refusing fields it does not have (a typo would otherwise
+/// silently keep a default).
+pub fn parse_signal_config(text: &str) -> anyhow::Result<SignalConfig> {
+    let v: serde_json::Value = serde_json::from_str(text)?;
+    let serde_json::Value::Object(given) = &v else {
+        anyhow::bail!("expected a JSON object of thresholds");
+    };
+    let known = serde_json::to_value(SignalConfig::default())?;
+    for k in given.keys() {
+        anyhow::ensure!(
+            known.get(k).is_some(),
+            "unknown threshold {k:?} (known: {})",
+            known
+                .as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(", "))
+                .unwrap_or_default()
+        );
+    }
+    Ok(serde_json::from_value(v)?)
+}
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
@@ -120,6 +190,11 @@ pub struct Args {
     /// it research is unavailable and the rung moves on.
     #[arg(long = "search-endpoint", value_name = "URL")]
     pub search_endpoint: Option<String>,
+    #[command(flatten)]
+    pub stuck: StuckArgs,
+    /// Grounding paths: auto chooses per scene class from confirmation rates; one name forces that path.
+    #[arg(long, value_enum, default_value_t = GroundingChoice::Auto)]
+    pub grounding: GroundingChoice,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -192,6 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let loop_cfg = LoopConfig {
         session_max_ms: args.limits.session_budget_s * 1000,
         session_max_actions: args.max_actions,
+        signals: args.stuck.signals()?,
         ..LoopConfig::default()
     };
     let cfg = AgentConfig {
@@ -221,6 +297,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         confirm_timeout: std::time::Duration::from_secs(args.confirm_timeout_s),
         quiet: false,
         research_endpoint: args.search_endpoint.clone(),
+        progress_sensor: args.stuck.progress_sensor.clone(),
+        grounding_paths: args.grounding.paths(),
     };
     let summary = agent::run_agent(cfg)?;
     drop(host);
