@@ -24,7 +24,8 @@ pub enum StuckSignal {
     RefutationStreak,
 }
 
-/// Thresholds of the detectors. The defaults are justified in docs/recording-format.md ("Thresholds").
+/// Thresholds of the detectors. The defaults were chosen by measurement on the recorded sessions in
+/// corpus/sessions (docs/stuck-thresholds.md; `crates/replay/tests/stuck_calibration.rs` keeps them honest).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SignalConfig {
@@ -51,12 +52,12 @@ pub struct SignalConfig {
 impl Default for SignalConfig {
     fn default() -> Self {
         SignalConfig {
-            stasis_ms: 4000,
+            stasis_ms: 5000,
             acting_window_ms: 1000,
-            progress_stall_ms: 20_000,
+            progress_stall_ms: 35_000,
             progress_min_increase: 1e-9,
             cycle_max_period: 4,
-            cycle_repeats: 3,
+            cycle_repeats: 2,
             unverified_window: 8,
             unverified_threshold: 0.5,
             refuted_streak: 3,
@@ -369,7 +370,10 @@ mod tests {
         }
         assert_eq!(d.on_action(ms(0), 2, "right"), Some(StuckSignal::RepeatingCycle));
         // the same action on changing screens is not a cycle
-        let mut d = Detectors::new(SignalConfig::default());
+        let mut d = Detectors::new(SignalConfig {
+            cycle_repeats: 3,
+            ..Default::default()
+        });
         for s in 0..20 {
             assert_eq!(d.on_action(ms(0), s, "right"), None);
         }
@@ -378,6 +382,13 @@ mod tests {
         assert_eq!(d.on_action(ms(0), 99, "click 4"), None);
         assert_eq!(
             d.on_action(ms(0), 99, "click 4"),
+            Some(StuckSignal::RepeatingCycle)
+        );
+        // the default (docs/stuck-thresholds.md): the same action on the same screen twice
+        let mut d = Detectors::new(SignalConfig::default());
+        assert_eq!(d.on_action(ms(0), 7, "click 2"), None);
+        assert_eq!(
+            d.on_action(ms(0), 7, "click 2"),
             Some(StuckSignal::RepeatingCycle)
         );
     }

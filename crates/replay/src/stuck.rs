@@ -194,6 +194,19 @@ pub enum Label {
     Unknown,
 }
 
+/// The rule a signal is judged by: the stalled-progress signal exists to catch actions that work but do
+/// not advance the goal, so for it only goal-level progress counts (never a confirmed verdict); the other
+/// three catch actions without effect, for which a confirmed verdict is progress.
+pub fn rule_for(signal: StuckSignal, rule: &LabelRule) -> LabelRule {
+    match signal {
+        StuckSignal::ProgressStalled => LabelRule {
+            confirmed_is_progress: false,
+            ..*rule
+        },
+        _ => *rule,
+    }
+}
+
 /// The progress events of `tl` that count under `rule`, in time order.
 fn events(tl: &Timeline, rule: &LabelRule) -> Vec<u64> {
     let mut e: Vec<u64> = tl
@@ -287,13 +300,15 @@ pub fn unit(signal: StuckSignal) -> &'static str {
 
 /// Raw levels of every signal at every moment it is defined, labelled: `(signal, label, value)`.
 /// Stasis and progress are sampled on reflex ticks, cycles on actions, the unverified rate on verdicts.
+/// Each signal is labelled by [`rule_for`] it.
 pub fn levels(tl: &Timeline, base: SignalConfig, rule: &LabelRule) -> Vec<(StuckSignal, Label, f64)> {
-    let ev = events(tl, rule);
+    let (loose, strict) = (*rule, rule_for(StuckSignal::ProgressStalled, rule));
+    let (ev, ev_strict) = (events(tl, &loose), events(tl, &strict));
     let mut d = Detectors::new(base.never_firing());
     let mut out = Vec::new();
     for input in &tl.inputs {
         let t = input.t_us();
-        let lab = label_at(&ev, tl.end_us, rule, t);
+        let lab = label_at(&ev, tl.end_us, &loose, t);
         feed(&mut d, input);
         let l = d.levels(MonoTime(t));
         match input {
@@ -302,6 +317,7 @@ pub fn levels(tl: &Timeline, base: SignalConfig, rule: &LabelRule) -> Vec<(Stuck
                     out.push((StuckSignal::PerceptualStasis, lab, v as f64));
                 }
                 if let Some(v) = l.progress_stall_ms {
+                    let lab = label_at(&ev_strict, tl.end_us, &strict, t);
                     out.push((StuckSignal::ProgressStalled, lab, v as f64));
                 }
             }
@@ -315,6 +331,21 @@ pub fn levels(tl: &Timeline, base: SignalConfig, rule: &LabelRule) -> Vec<(Stuck
     }
     out
 }
+
+/// The value of `cfg` at which `signal` fires, in the unit of its raw quantity.
+pub fn threshold(signal: StuckSignal, cfg: &SignalConfig) -> f64 {
+    match signal {
+        StuckSignal::PerceptualStasis => cfg.stasis_ms as f64,
+        StuckSignal::ProgressStalled => cfg.progress_stall_ms as f64,
+        StuckSignal::RepeatingCycle => cfg.cycle_repeats as f64,
+        StuckSignal::UnverifiedRate => cfg.unverified_threshold,
+        StuckSignal::RefutationStreak => f64::from(cfg.refuted_streak),
+    }
+}
+
+/// The safety margin of the criterion: a threshold must be at least this many times the largest raw value
+/// its signal reached in any progressing moment of the corpus.
+pub const MARGIN: f64 = 1.5;
 
 fn feed(d: &mut Detectors, input: &Input) -> Vec<StuckSignal> {
     match input {
@@ -359,6 +390,10 @@ pub struct Score {
     pub detected: usize,
     /// Detection delay over the detected stretches, ms.
     pub delay_ms: Dist,
+    /// The firing value, in the raw quantity's unit.
+    pub threshold: f64,
+    /// The largest raw value (with this candidate's windows) in a progressing moment.
+    pub progressing_max: f64,
 }
 
 impl Score {
@@ -370,6 +405,16 @@ impl Score {
             self.false_positives as f64 / self.firings as f64
         }
     }
+
+    /// The candidate is the configuration calibrated around (see [`candidates`]).
+    pub fn is_current(&self) -> bool {
+        self.name == "current" || self.name.ends_with(" (current)")
+    }
+
+    /// The threshold keeps [`MARGIN`] above everything seen while progressing.
+    pub fn margin_ok(&self) -> bool {
+        self.threshold >= MARGIN * self.progressing_max
+    }
 }
 
 /// Score `cfg` for `signal` over the corpus.
@@ -380,6 +425,7 @@ pub fn score(
     rule: &LabelRule,
     name: String,
 ) -> Score {
+    let rule = &rule_for(signal, rule);
     let mut s = Score {
         name,
         config: cfg,
@@ -389,9 +435,16 @@ pub fn score(
         stretches: 0,
         detected: 0,
         delay_ms: Dist::default(),
+        threshold: threshold(signal, &cfg),
+        progressing_max: 0.0,
     };
     let mut delays = Vec::new();
     for tl in corpus {
+        for (sig, lab, v) in levels(tl, cfg, rule) {
+            if sig == signal && lab == Label::Progressing {
+                s.progressing_max = s.progressing_max.max(v);
+            }
+        }
         let ev = events(tl, rule);
         let fired = firings(tl, cfg, signal);
         s.firings += fired.len();
@@ -418,22 +471,38 @@ pub fn score(
 /// named with a trailing " (current)").
 pub fn candidates(signal: StuckSignal, base: SignalConfig) -> Vec<(String, SignalConfig)> {
     let mut out: Vec<(String, SignalConfig)> = match signal {
-        StuckSignal::PerceptualStasis => [1000, 2000, 3000, 4000, 6000, 8000, 12_000]
+        StuckSignal::PerceptualStasis => [1000u64, 3000, 5000]
             .into_iter()
-            .map(|v| (format!("stasis_ms={v}"), SignalConfig { stasis_ms: v, ..base }))
-            .collect(),
-        StuckSignal::ProgressStalled => [10_000, 15_000, 20_000, 30_000, 45_000, 60_000]
-            .into_iter()
-            .map(|v| {
+            .flat_map(|w| {
+                [1000u64, 2000, 3000, 4000, 5000, 6000, 8000]
+                    .into_iter()
+                    .map(move |v| (w, v))
+            })
+            .map(|(w, v)| {
                 (
-                    format!("progress_stall_ms={v}"),
+                    format!("stasis_ms={v} acting_window_ms={w}"),
                     SignalConfig {
-                        progress_stall_ms: v,
+                        stasis_ms: v,
+                        acting_window_ms: w,
                         ..base
                     },
                 )
             })
             .collect(),
+        StuckSignal::ProgressStalled => [
+            10_000, 15_000, 20_000, 25_000, 30_000, 35_000, 40_000, 45_000, 60_000,
+        ]
+        .into_iter()
+        .map(|v| {
+            (
+                format!("progress_stall_ms={v}"),
+                SignalConfig {
+                    progress_stall_ms: v,
+                    ..base
+                },
+            )
+        })
+        .collect(),
         StuckSignal::RepeatingCycle => [2, 3, 4, 5, 6]
             .into_iter()
             .map(|v| {
@@ -469,18 +538,28 @@ pub fn candidates(signal: StuckSignal, base: SignalConfig) -> Vec<(String, Signa
     out
 }
 
-/// The selection criterion of docs/stuck-thresholds.md: among candidates with no false positive, the one
-/// that detects the most stuck stretches, then with the shortest median delay, then the least sensitive
-/// (listed later among equals: the grids run from sensitive to conservative, except the unverified grid
-/// whose ties keep the first).
+/// The selection criterion of docs/stuck-thresholds.md. A candidate is *safe* when it has no false
+/// positive and keeps [`MARGIN`] above every raw value seen in a progressing moment. Among the safe
+/// candidates that detect at least one stuck stretch: the most stretches detected, then the shortest median
+/// delay (then the current value, then the first listed). When no safe candidate detects anything the
+/// corpus has no evidence for a change: the current value if it is safe, else the safe candidate with the
+/// lowest threshold.
 pub fn choose(scores: &[Score]) -> Option<&Score> {
-    scores
+    let safe: Vec<&Score> = scores
         .iter()
-        .filter(|s| s.false_positives == 0 && s.detected > 0)
-        .min_by(|a, b| {
-            b.detected
-                .cmp(&a.detected)
-                .then(a.delay_ms.p50.total_cmp(&b.delay_ms.p50))
+        .filter(|s| s.false_positives == 0 && s.margin_ok())
+        .collect();
+    let best = safe.iter().copied().filter(|s| s.detected > 0).min_by(|a, b| {
+        b.detected
+            .cmp(&a.detected)
+            .then(a.delay_ms.p50.total_cmp(&b.delay_ms.p50))
+            .then(b.is_current().cmp(&a.is_current()))
+    });
+    best.or_else(|| safe.iter().copied().find(|s| s.is_current()))
+        .or_else(|| {
+            safe.iter()
+                .copied()
+                .min_by(|a, b| a.threshold.total_cmp(&b.threshold))
         })
 }
 
@@ -679,7 +758,7 @@ mod tests {
         assert_eq!((s.delay_ms.p50, s.delay_ms.max), (100.0, 4_100.0));
         // a lazier threshold: one firing, at 12.1 + 30 s, inside the last stretch
         let lazy = score(
-            &[t],
+            std::slice::from_ref(&t),
             SignalConfig {
                 stasis_ms: 30_000,
                 ..cfg
@@ -690,9 +769,32 @@ mod tests {
         );
         assert_eq!((lazy.firings, lazy.false_positives, lazy.detected), (1, 0, 1));
         assert_eq!(lazy.delay_ms.max, 2_100.0);
-        // the criterion prefers the candidate without false positives
-        let scores = vec![s, lazy];
-        assert_eq!(choose(&scores).map(|s| s.name.as_str()), Some("30 s"));
+        // while progressing (30-40 s) the screen had been frozen for up to 27.9 s: 30 s is within the
+        // margin of that, so neither candidate qualifies
+        assert_eq!(lazy.progressing_max, 27_900.0);
+        assert!(!lazy.margin_ok());
+        let mut scores = vec![s, lazy];
+        assert_eq!(choose(&scores), None);
+        // a threshold beyond the margin that detects nothing is the fallback
+        let calm = score(
+            &[t.clone()],
+            SignalConfig {
+                stasis_ms: 45_000,
+                ..cfg
+            },
+            StuckSignal::PerceptualStasis,
+            &rule,
+            "45 s".into(),
+        );
+        assert!(calm.margin_ok() && calm.detected == 0 && calm.false_positives == 0);
+        scores.push(calm);
+        assert_eq!(choose(&scores).map(|s| s.name.as_str()), Some("45 s"));
+        // and one that detects something within the margin wins over it
+        let mut good = scores[2].clone();
+        good.name = "good".into();
+        good.detected = 1;
+        scores.push(good);
+        assert_eq!(choose(&scores).map(|s| s.name.as_str()), Some("good"));
     }
 
     #[test]
