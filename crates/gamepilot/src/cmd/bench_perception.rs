@@ -1,9 +1,11 @@
 //! `gamepilot bench perception --window W`: perception costs per frame with the obvious alternative
 //! measured in the same run — thumbnail (RENDER-scaled) and sensor-region capture vs full-frame
 //! Composite+SHM vs plain GetImage (NFR-PERC-002); classification per frame (NFR-PERC-001); OCR of one
-//! region vs full-frame tesseract (FR-PERC-004); proposals per frame (FR-PERC-005).
+//! region vs full-frame tesseract (FR-PERC-004); proposals per frame (FR-PERC-005); the two-stage
+//! expensive pass's crop perception vs the one-pass whole frame (FR-GND-005).
 
 use super::common::{now, WindowArgs};
+use crate::agent::refine;
 use gamepilot_core::Rect;
 use gamepilot_ocr::TesseractOcr;
 use gamepilot_vision::{classify, propose, Atlas, ClassifierParams, ProposalParams, Thumb};
@@ -145,6 +147,38 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         &format!("full frame {fw}x{fh} tesseract (alternative)"),
         &mut f_ocr,
     );
+    // FR-GND-005: the expensive pass perceives only the crop; the one-pass alternative is the full-frame
+    // OCR and proposals above. The model's input sizes per pass are printed beside.
+    println!("two-stage grounding (FR-GND-005), {} runs", args.ocr_runs.max(1));
+    let lines = ocr.lines(&view, view.bounds())?;
+    let whole_obs = gamepilot_vision::Perceiver::new().observe(
+        &view,
+        now(),
+        gamepilot_vision::FrameClass::Scene,
+        &lines,
+    );
+    let whole = refine::WholeFrame {
+        view,
+        lines: &lines,
+        observation: &whole_obs,
+    };
+    let cheap = refine::cheap_size(view.size());
+    let centre = gamepilot_core::Point::new(cheap.w as i32 / 2, cheap.h as i32 / 2);
+    let budget = fw as u64 * fh as u64 / 2;
+    let mut sizes = None;
+    let mut crop = time(args.ocr_runs.max(1), || {
+        let cv = refine::observe_crop(&whole, centre, cheap, budget, Some(&mut ocr), &[], now())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        sizes = Some((cv.crop.region, cv.size(), cv.in_crop.elements.len()));
+        Ok(())
+    })?;
+    line("expensive pass: crop OCR + proposals + magnify", &mut crop);
+    if let Some((region, size, marks)) = sizes {
+        println!(
+            "  model input: cheap pass {}x{} (whole frame), expensive pass {}x{} (crop {}x{} magnified), {} crop marks vs {} whole-frame marks",
+            cheap.w, cheap.h, size.w, size.h, region.w, region.h, marks, whole_obs.elements.len()
+        );
+    }
     cap.close(&x);
     Ok(0)
 }
