@@ -139,7 +139,8 @@ fn perception_corpus_meets_its_thresholds() {
                 wrong.push(raw.text.clone());
             }
         }
-        // FR-PERC-005: element recall — clicking an element's centre hits the labelled target, and the
+        // FR-PERC-005, FR-GND-001: element recall — clicking an element's centre (where `click_mark` on its
+        // mark lands) hits the labelled target, and the
         // element is not a much larger container.
         let mut p = Perceiver::new();
         let class = p.classify_view(&view).class;

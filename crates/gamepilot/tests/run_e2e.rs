@@ -251,7 +251,10 @@ fn run_grounds_in_two_stages_with_the_real_model() {
         "run ends on its goal (0) or a budget (4):\n{stdout}\n{stderr}"
     );
     let x = bed.x11().unwrap();
-    assert!(x.server_held().unwrap().is_empty(), "input left held after the run");
+    assert!(
+        x.server_held().unwrap().is_empty(),
+        "input left held after the run"
+    );
 
     let ev = events(&rec);
     let localise: Vec<&serde_json::Value> = ev
@@ -267,7 +270,10 @@ fn run_grounds_in_two_stages_with_the_real_model() {
         .map(|p| {
             let c = p["messages"]["crop"].as_array().expect("crop recorded");
             let c: Vec<i64> = c.iter().map(|v| v.as_i64().unwrap()).collect();
-            assert!(c[0] >= 0 && c[1] >= 0 && c[0] + c[2] <= 1280 && c[1] + c[3] <= 720, "{c:?}");
+            assert!(
+                c[0] >= 0 && c[1] >= 0 && c[0] + c[2] <= 1280 && c[1] + c[3] <= 720,
+                "{c:?}"
+            );
             [c[0], c[1], c[2], c[3]]
         })
         .collect();
@@ -280,7 +286,10 @@ fn run_grounds_in_two_stages_with_the_real_model() {
         if a["target"].is_null() {
             continue;
         }
-        assert_eq!(a["path"], "two_stage", "a grounded action took the forced path: {a}");
+        assert_eq!(
+            a["path"], "two_stage",
+            "a grounded action took the forced path: {a}"
+        );
         if let (Some(px), Some(py)) = (a["payload"]["x"].as_i64(), a["payload"]["y"].as_i64()) {
             assert!(
                 crops

@@ -96,7 +96,12 @@ impl TesseractOcr {
         self.lines_as(view, region, true)
     }
 
-    fn lines_as(&mut self, view: &FrameView<'_>, region: Rect, large: bool) -> Result<Vec<TextLine>, OcrError> {
+    fn lines_as(
+        &mut self,
+        view: &FrameView<'_>,
+        region: Rect,
+        large: bool,
+    ) -> Result<Vec<TextLine>, OcrError> {
         let region = check_region(view, region)?;
         let psm = if large {
             PageSegMode::PsmSparseText

@@ -72,11 +72,19 @@ impl CropView {
         Ok(match reply {
             TacticalReply::Act(Action::Click { x, y, button }) => {
                 let p = map(x, y)?;
-                TacticalReply::Act(Action::Click { x: p.x, y: p.y, button })
+                TacticalReply::Act(Action::Click {
+                    x: p.x,
+                    y: p.y,
+                    button,
+                })
             }
             TacticalReply::Act(Action::DoubleClick { x, y, button }) => {
                 let p = map(x, y)?;
-                TacticalReply::Act(Action::DoubleClick { x: p.x, y: p.y, button })
+                TacticalReply::Act(Action::DoubleClick {
+                    x: p.x,
+                    y: p.y,
+                    button,
+                })
             }
             TacticalReply::Act(Action::MovePointer { x, y, duration_ms }) => {
                 let p = map(x, y)?;
@@ -147,7 +155,9 @@ pub fn observe_crop(
     let native = magnify(view, region, native_size, at).ok_or("the crop could not be cut from the frame")?;
     let native_view = native.view();
     let mut texts = match ocr {
-        Some(o) => o.screen_lines(&native_view, native_view.bounds()).unwrap_or_default(),
+        Some(o) => o
+            .screen_lines(&native_view, native_view.bounds())
+            .unwrap_or_default(),
         None => Vec::new(),
     };
     carry_known(whole.lines, region, &mut texts);
@@ -192,7 +202,10 @@ fn carry_known(known: &[TextLine], region: Rect, crop_lines: &mut Vec<TextLine>)
                 .collect(),
             ..line.clone()
         };
-        if !crop_lines.iter().any(|c| c.bbox.intersection(&moved.bbox).is_some()) {
+        if !crop_lines
+            .iter()
+            .any(|c| c.bbox.intersection(&moved.bbox).is_some())
+        {
             crop_lines.push(moved);
         }
     }
@@ -260,7 +273,9 @@ mod tests {
     }
 
     fn load(name: &str) -> Frame {
-        let img = image::open(corpus().join("frames").join(name)).unwrap().to_rgba8();
+        let img = image::open(corpus().join("frames").join(name))
+            .unwrap()
+            .to_rgba8();
         let (w, h) = img.dimensions();
         Frame::from_rgba(w, h, img.into_raw(), MonoTime(0)).unwrap()
     }
@@ -273,7 +288,12 @@ mod tests {
     }
 
     fn rect(v: &Value) -> Rect {
-        let a: Vec<i64> = v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+        let a: Vec<i64> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap())
+            .collect();
         Rect::new(a[0] as i32, a[1] as i32, a[2] as u32, a[3] as u32)
     }
 
@@ -326,8 +346,16 @@ mod tests {
                     lines: &lines,
                     observation: &whole,
                 };
-                let cv = observe_crop(&wf, cheap_point, cheap, 1280 * 720 / 2, Some(&mut ocr), &[], MonoTime(0))
-                    .unwrap();
+                let cv = observe_crop(
+                    &wf,
+                    cheap_point,
+                    cheap,
+                    1280 * 720 / 2,
+                    Some(&mut ocr),
+                    &[],
+                    MonoTime(0),
+                )
+                .unwrap();
                 n += 1;
                 inside += cv.crop.region.contains_rect(&target) as u32;
                 let (r1, r2) = (reads(&whole, label), reads(&cv.in_capture, label));
@@ -354,9 +382,18 @@ mod tests {
         );
         assert!(n >= 20, "the corpus must have labelled targets ({n})");
         assert_eq!(inside, n, "every localised target fits in its crop");
-        assert!(read2 >= read1, "two-stage reads fewer labels ({read2}) than one pass ({read1})");
-        assert!(hit2 >= hit1, "two-stage hits fewer targets ({hit2}) than one pass ({hit1})");
-        assert!(read2 as f64 >= 0.9 * n as f64, "two-stage label recall {read2}/{n} below 0.9");
+        assert!(
+            read2 >= read1,
+            "two-stage reads fewer labels ({read2}) than one pass ({read1})"
+        );
+        assert!(
+            hit2 >= hit1,
+            "two-stage hits fewer targets ({hit2}) than one pass ({hit1})"
+        );
+        assert!(
+            read2 as f64 >= 0.9 * n as f64,
+            "two-stage label recall {read2}/{n} below 0.9"
+        );
     }
 
     fn sample_view() -> CropView {
@@ -367,7 +404,16 @@ mod tests {
             lines: &[],
             observation: &observation,
         };
-        observe_crop(&wf, Point::new(160, 90), Size::new(320, 180), 1 << 30, None, &[], MonoTime(0)).unwrap()
+        observe_crop(
+            &wf,
+            Point::new(160, 90),
+            Size::new(320, 180),
+            1 << 30,
+            None,
+            &[],
+            MonoTime(0),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! call the model, and hand back one schema-checked reply. Runs on its own thread. A two-stage tick makes
 //! a cheap localising call over the downscaled frame first, then the acting call on the crop (FR-GND-005).
 
-use crate::cmd::common::now;
 use super::refine;
+use crate::cmd::common::now;
 use gamepilot_context::{
     localise_schema, parse_localise, tactical_schema, Cadence, Context, ImagePart, ObservationText,
     SchemaLimits, TacticalReply, ToolSet,
@@ -191,16 +191,21 @@ pub fn run(
                 Ok((schema, second))
             })()
         } else {
-            tactical_schema(tools, &present, Size::new(frame.width, frame.height), &setup.limits)
-                .map_err(|e| e.to_string())
-                .map(|schema| {
-                    let image = req
-                        .with_image
-                        .then(|| image_of(marked.as_ref(), &view, req.visual_pixels))
-                        .flatten();
-                    let c = call(observation_text.clone(), image, &schema);
-                    (schema, c)
-                })
+            tactical_schema(
+                tools,
+                &present,
+                Size::new(frame.width, frame.height),
+                &setup.limits,
+            )
+            .map_err(|e| e.to_string())
+            .map(|schema| {
+                let image = req
+                    .with_image
+                    .then(|| image_of(marked.as_ref(), &view, req.visual_pixels))
+                    .flatten();
+                let c = call(observation_text.clone(), image, &schema);
+                (schema, c)
+            })
         };
         let mut out = TacticalResult {
             tick: req.tick,

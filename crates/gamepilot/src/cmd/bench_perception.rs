@@ -151,12 +151,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // OCR and proposals above. The model's input sizes per pass are printed beside.
     println!("two-stage grounding (FR-GND-005), {} runs", args.ocr_runs.max(1));
     let lines = ocr.lines(&view, view.bounds())?;
-    let whole_obs = gamepilot_vision::Perceiver::new().observe(
-        &view,
-        now(),
-        gamepilot_vision::FrameClass::Scene,
-        &lines,
-    );
+    let whole_obs =
+        gamepilot_vision::Perceiver::new().observe(&view, now(), gamepilot_vision::FrameClass::Scene, &lines);
     let whole = refine::WholeFrame {
         view,
         lines: &lines,
