@@ -146,7 +146,7 @@ fn dependency_firewall(root: &Path, failures: &mut Vec<String>) -> anyhow::Resul
     Ok(())
 }
 
-/// INV-CTX-002: only the binary's replay/report commands may use the recording reader.
+/// INV-CTX-002: only the binary's replay/report/calibrate-stuck commands may use the recording reader.
 fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
     let crates_dir = root.join("crates");
     let Ok(rd) = std::fs::read_dir(&crates_dir) else {
@@ -168,13 +168,17 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
     }
     for f in crate::rust_files(&root.join("crates/gamepilot/src")) {
         let r = rel(root, &f);
-        if r.ends_with("cmd/replay.rs") || r.ends_with("cmd/report.rs") || r.ends_with("cmd/mod.rs") {
+        if r.ends_with("cmd/replay.rs")
+            || r.ends_with("cmd/report.rs")
+            || r.ends_with("cmd/calibrate_stuck.rs")
+            || r.ends_with("cmd/mod.rs")
+        {
             continue;
         }
         let text = std::fs::read_to_string(&f)?;
         if text.contains("gamepilot_replay") {
             failures.push(format!(
-                "{r}: only `replay` and `report` may read recordings (INV-CTX-002)"
+                "{r}: only `replay`, `report` and `calibrate-stuck` may read recordings (INV-CTX-002)"
             ));
         }
     }

@@ -41,6 +41,8 @@ enum Command {
     Replay(cmd::replay::Args),
     /// Write a self-contained HTML report of a recording.
     Report(cmd::report::Args),
+    /// Measure the no-progress signals on recorded sessions (threshold calibration, FR-LOOP-005).
+    CalibrateStuck(cmd::calibrate_stuck::Args),
     /// Print benchmark figures for the platform paths (capture, executor, interlocks, model).
     Bench(cmd::bench::Args),
     /// The guardian process (started by the core; not for direct use).
@@ -61,6 +63,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Report(a) => cmd::report::run(a),
+        Command::CalibrateStuck(a) => cmd::calibrate_stuck::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Guardian(a) => cmd::guardian::run(a),
     }

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bench_executor;
 pub mod bench_model;
 pub mod bench_perception;
+pub mod calibrate_stuck;
 pub mod capture;
 pub mod classify;
 pub mod common;
