@@ -777,7 +777,7 @@ mod tests {
         assert_eq!(choose(&scores), None);
         // a threshold beyond the margin that detects nothing is the fallback
         let calm = score(
-            &[t.clone()],
+            std::slice::from_ref(&t),
             SignalConfig {
                 stasis_ms: 45_000,
                 ..cfg
