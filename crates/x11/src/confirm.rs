@@ -92,6 +92,17 @@ pub fn button_at(p: Point) -> Option<Choice> {
         .map(|(c, _)| c)
 }
 
+/// A button's rectangle in screen coordinates for an overlay at `overlay` (tests that find the overlay
+/// window on the server click through this).
+pub fn button_rect_at(overlay: Rect, which: Choice) -> Rect {
+    let r = button_rects()
+        .into_iter()
+        .find(|(c, _)| *c == which)
+        .map(|(_, r)| r)
+        .unwrap_or_default();
+    Rect::new(overlay.x + r.x, overlay.y + r.y, r.w, r.h)
+}
+
 /// A 0x00RRGGBB canvas (BGRX bytes in memory: the depth-24 Z_PIXMAP layout).
 struct Canvas {
     w: u32,
@@ -335,14 +346,9 @@ impl ConfirmOverlay {
         self.win
     }
 
-    /// A button's rectangle in screen coordinates (for tests and the user's documentation).
+    /// A button's rectangle in screen coordinates (for tests).
     pub fn button_rect(&self, which: Choice) -> Rect {
-        let r = button_rects()
-            .into_iter()
-            .find(|(c, _)| *c == which)
-            .map(|(_, r)| r)
-            .unwrap_or_default();
-        Rect::new(self.at.x + r.x, self.at.y + r.y, r.w, r.h)
+        button_rect_at(self.at, which)
     }
 
     /// How many button events from synthetic (XTEST) devices were ignored so far.

@@ -583,4 +583,108 @@ mod tests {
         assert_eq!(after["gold"], before["gold"]);
         assert_eq!(after["screen"], "confirm");
     }
+
+    #[test]
+    fn the_loop_tells_the_model_why_a_hold_was_rejected_and_proposes_an_allowed_one() {
+        // FR-SAFE-005: the rejection reason is what the model reads in its history; an allowed action goes
+        // on to the loop logic like any other.
+        use super::super::{release_held, HeldAction};
+        use gamepilot_core::action::{Action, MouseButton};
+        use gamepilot_core::MonoTime;
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = gamepilot_recording::Recorder::create(
+            &dir.path().join("s"),
+            gamepilot_recording::SessionStart {
+                schema_version: gamepilot_recording::format::SCHEMA_VERSION,
+                tool: "test".into(),
+                goal: "g".into(),
+                window: "w".into(),
+                started_unix_ms: 0,
+                config: serde_json::Value::Null,
+            },
+        )
+        .unwrap();
+        let tools = super::super::tools().unwrap();
+        let mut context = gamepilot_context::Context::new(
+            gamepilot_context::ContextConfig::default(),
+            &tools,
+            "g",
+            MonoTime::ZERO,
+        )
+        .unwrap();
+        let mut state = gamepilot_planner::LoopState::new(gamepilot_planner::LoopConfig::default());
+        let (mut pending, mut next, mut queue, mut rejected) =
+            (std::collections::HashMap::new(), 1u64, Vec::new(), 0u64);
+        let opts = HoldOptions {
+            display: None,
+            window: 0,
+            attended: false,
+            timeout: Duration::ZERO,
+        };
+        let found = DestructiveMatch {
+            pattern: "spend".into(),
+            text: "Spend 100 gold?".into(),
+        };
+        let held = |hold: Hold| HeldAction {
+            hold,
+            action: Action::Click {
+                x: 520,
+                y: 436,
+                button: MouseButton::Left,
+            },
+            mark: None,
+            path: Some(gamepilot_grounding::GroundingPath::Coordinate),
+            target: None,
+            reflex_paused: true,
+        };
+        let label = r#"{"action":"click","x":520,"y":436,"button":"left"}"#;
+        let mut hold = Hold::start(&opts, label, found.clone());
+        let out = hold.poll().unwrap();
+        let why = hold.reason(&out);
+        release_held(
+            1500,
+            held(hold),
+            out,
+            &mut rec,
+            &mut context,
+            &mut state,
+            &mut pending,
+            &mut next,
+            &mut queue,
+            &mut rejected,
+        )
+        .unwrap();
+        assert_eq!(rejected, 1);
+        assert!(pending.is_empty() && queue.is_empty(), "nothing proposed");
+        let last = context.history().last().unwrap();
+        assert_eq!(last.outcome, why, "the model is told the reason");
+        assert!(last.outcome.contains("Spend 100 gold?"), "{}", last.outcome);
+
+        let allowed = Outcome {
+            decision: Decision::AllowedOnOverlay,
+            waited: Duration::from_millis(900),
+        };
+        let hold = Hold::start(&opts, label, found);
+        release_held(
+            1500,
+            held(hold),
+            allowed,
+            &mut rec,
+            &mut context,
+            &mut state,
+            &mut pending,
+            &mut next,
+            &mut queue,
+            &mut rejected,
+        )
+        .unwrap();
+        assert_eq!(rejected, 1, "not rejected again");
+        assert_eq!(pending.len(), 1, "proposed to the loop logic");
+        assert_eq!(next, 2);
+        assert!(!queue.is_empty(), "the loop logic decided on it");
+        drop(rec);
+        let log = std::fs::read_to_string(dir.path().join("s").join("events.jsonl")).unwrap();
+        assert!(log.contains("allowed by the user on the overlay"), "{log}");
+        assert!(log.contains("action_proposed"), "{log}");
+    }
 }

@@ -730,7 +730,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             let _ = to_reflex.send(ToReflex::Hold(false));
             if let Some(h) = held.take() {
                 release_held(
-                    &cfg,
+                    cfg.loop_cfg.settle_ms,
                     h,
                     out,
                     &mut rec,
@@ -1070,7 +1070,7 @@ fn handle_tactical(
     }
     let _ = rejected;
     propose(
-        cfg,
+        cfg.loop_cfg.settle_ms,
         rec,
         state,
         pending,
@@ -1085,7 +1085,7 @@ fn handle_tactical(
 /// with the reason.
 #[allow(clippy::too_many_arguments)]
 fn release_held(
-    cfg: &AgentConfig,
+    settle_ms: u64,
     h: HeldAction,
     out: destructive::Outcome,
     rec: &mut Recorder,
@@ -1108,7 +1108,7 @@ fn release_held(
     let label = h.hold.label.clone();
     if out.decision.allowed() {
         return propose(
-            cfg,
+            settle_ms,
             rec,
             state,
             pending,
@@ -1135,7 +1135,7 @@ type Grounded = (
 /// Propose a grounded action to the loop logic (which executes or rejects it).
 #[allow(clippy::too_many_arguments)]
 fn propose(
-    cfg: &AgentConfig,
+    settle_ms: u64,
     rec: &mut Recorder,
     state: &mut LoopState,
     pending: &mut HashMap<u64, Pending>,
@@ -1164,7 +1164,7 @@ fn propose(
         target,
         path,
         expected,
-        settle_ms: Some(cfg.loop_cfg.settle_ms),
+        settle_ms: Some(settle_ms),
     };
     let seq = rec.loop_event(t, &ev)?;
     let cmds = state.step(ev, t);
