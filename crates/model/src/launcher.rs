@@ -27,6 +27,9 @@ pub struct LaunchSpec {
     pub threads: u32,
     pub health_timeout: Duration,
     pub extra_args: Vec<String>,
+    /// Niceness the host runs at (0..=19; default 10): inference yields the CPU to the agent's reflex
+    /// thread, which must never wait on a model (FR-LOOP-002).
+    pub nice: i32,
 }
 
 impl LaunchSpec {
@@ -40,6 +43,7 @@ impl LaunchSpec {
             threads: 1,
             health_timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
+            nice: 10,
         }
     }
 }
@@ -100,6 +104,17 @@ impl LocalHost {
         }
         if let Some(n) = spec.gpu_layers {
             cmd.args(["-ngl", &n.to_string()]);
+        }
+        let nice = spec.nice.clamp(0, 19);
+        if nice > 0 {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: `nice` is async-signal-safe and touches only the forked child's own priority.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::nice(nice);
+                    Ok(())
+                });
+            }
         }
         cmd.args(&spec.extra_args)
             .env("OMP_WAIT_POLICY", "passive")

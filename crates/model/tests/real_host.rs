@@ -55,6 +55,13 @@ fn second_tactical_call_reuses_the_cached_prefix() {
     // FR-CTX-002, FR-CTX-001: byte-identical blocks 1-2 are served from the host's prefix cache
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let host = start_host();
+    // FR-LOOP-002: the host runs niced so inference yields the CPU to the reflex thread.
+    let pid = host.pid().expect("the host runs");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+    let nice: i32 = after_comm.split(' ').nth(16).unwrap().parse().unwrap();
+    assert_eq!(nice, host.spec().nice, "the host's niceness ({stat})");
+    assert_eq!(nice, 10);
     let client = host.client(timeouts()).unwrap();
     let mut ctx = context();
     let marks = [ElementId(3), ElementId(7)];

@@ -7,8 +7,8 @@
 
 pub mod deliberative;
 pub mod destructive;
-pub mod reflex;
 pub mod refine;
+pub mod reflex;
 pub mod research;
 pub mod tactical;
 
@@ -126,6 +126,36 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
         return 0.0;
     }
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// Lower the calling thread's scheduling priority (nice 5): the tactical and deliberative threads run OCR,
+/// segmentation and model I/O that may wait; the reflex thread must not wait behind them (FR-LOOP-002).
+/// Best effort: a failure leaves the thread at the normal priority.
+fn yield_cpu_to_reflex() {
+    // SAFETY: plain syscalls on the calling thread's own id; no memory is shared with the kernel.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 5);
+    }
+}
+
+/// The stronger of two frame classes: unchanged < local < motion < scene.
+fn stronger_change(
+    a: gamepilot_vision::FrameClass,
+    b: gamepilot_vision::FrameClass,
+) -> gamepilot_vision::FrameClass {
+    use gamepilot_vision::FrameClass::*;
+    let rank = |c| match c {
+        Unchanged => 0,
+        Local => 1,
+        Motion => 2,
+        Scene => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
 }
 
 fn change_of(c: gamepilot_vision::FrameClass) -> FrameChange {
@@ -294,7 +324,10 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let tcancel = cancel.clone();
     let tactical_thread = std::thread::Builder::new()
         .name("tactical".into())
-        .spawn(move || tactical::run(tsetup, tactical_rx, tactical_tx, tcancel))?;
+        .spawn(move || {
+            yield_cpu_to_reflex();
+            tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
+        })?;
     let (delib_tx, from_delib) = mpsc::channel::<DeliberationResult>();
 
     let mut state = LoopState::new(cfg.loop_cfg);
@@ -313,6 +346,9 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let mut excluded: Vec<ElementId> = Vec::new();
     let mut subgoal_descriptions: HashMap<SubgoalId, String> = HashMap::new();
     let mut last_goal_met: Option<bool> = None;
+    // The strongest frame change since the loop logic was last fed: the reflex ticks at 60 Hz but feeds
+    // at ~10 Hz, and a change on an unfed tick must not read as stasis (FR-LOOP-005).
+    let mut unfed_change = gamepilot_vision::FrameClass::Unchanged;
     let mut stop: Option<String> = None;
     let mut reflex_stats = (0u64, 0u64, 0u64, 0u64);
     let mut sensor_line = String::new();
@@ -363,6 +399,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                         std::thread::Builder::new()
                             .name("deliberative".into())
                             .spawn(move || {
+                                yield_cpu_to_reflex();
                                 let _ =
                                     tx.send(deliberative::deliberate(&client, &model, &post, &req, &cancel));
                             })?;
@@ -543,6 +580,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                             .join(" ");
                     }
                     let _ = late_us;
+                    unfed_change = stronger_change(unfed_change, change);
                     // Feed the loop logic at ~10 Hz, and at once on a scene change or a goal change.
                     if tick % 6 == 0
                         || change == gamepilot_vision::FrameClass::Scene
@@ -552,12 +590,16 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                         fed_tick = true;
                         let ev = Event::ReflexTick {
                             tick,
-                            change: change_of(change),
+                            change: change_of(std::mem::replace(
+                                &mut unfed_change,
+                                gamepilot_vision::FrameClass::Unchanged,
+                            )),
                             signature,
                             held,
-                            progress: cfg.progress_sensor.as_ref().and_then(|p| {
-                                sensors.iter().find(|(n, _)| n == p).and_then(|(_, v)| *v)
-                            }),
+                            progress: cfg
+                                .progress_sensor
+                                .as_ref()
+                                .and_then(|p| sensors.iter().find(|(n, _)| n == p).and_then(|(_, v)| *v)),
                             goal_met,
                             subgoal: subgoal.map(|(s, met)| SubgoalCheck { subgoal: s, met }),
                         };
@@ -1215,9 +1257,32 @@ fn record_refinement(
             tokens_out: timings.and_then(|t| t.completion_tokens).unwrap_or(0),
             text: format!(
                 "{} -> point [{}, {}] of {}x{}, crop {:?}",
-                rf.localise_reply, rf.cheap_point.x, rf.cheap_point.y, rf.cheap_size.w, rf.cheap_size.h, rf.crop
+                rf.localise_reply,
+                rf.cheap_point.x,
+                rf.cheap_point.y,
+                rf.cheap_size.w,
+                rf.cheap_size.h,
+                rf.crop
             ),
         },
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gamepilot_vision::FrameClass::*;
+
+    #[test]
+    fn a_change_on_an_unfed_tick_is_not_lost() {
+        // FR-LOOP-005: the loop logic is fed every 6th reflex tick; the strongest class in between is what
+        // it sees, so a moving screen never reads as stasis.
+        let ticks = [Unchanged, Local, Unchanged, Motion, Local, Unchanged];
+        let fed = ticks.iter().fold(Unchanged, |acc, c| stronger_change(acc, *c));
+        assert_eq!(fed, Motion);
+        assert_eq!(stronger_change(Scene, Local), Scene);
+        assert_eq!(stronger_change(Unchanged, Unchanged), Unchanged);
+        assert!(matches!(change_of(fed), FrameChange::Motion));
+    }
 }
