@@ -96,6 +96,18 @@ fn game_at_the_dialogue() -> (TestBed, Arena) {
     (bed, arena)
 }
 
+/// One pixel of the screen as 0xRRGGBB, read back from the server.
+fn screen_pixel(x: &X11, p: Point) -> u32 {
+    use x11rb::protocol::xproto::{ConnectionExt as _, ImageFormat};
+    let img = x
+        .conn
+        .get_image(ImageFormat::Z_PIXMAP, x.root, p.x as i16, p.y as i16, 1, 1, !0)
+        .unwrap()
+        .reply()
+        .unwrap();
+    u32::from_le_bytes([img.data[0], img.data[1], img.data[2], 0])
+}
+
 fn centre(r: Rect) -> Point {
     r.center()
 }
@@ -121,6 +133,15 @@ fn the_agents_own_xtest_click_on_allow_does_not_confirm_but_the_users_does() {
         .intersection(&x.client_rect(arena.window.id).unwrap())
         .is_none());
     assert!(o.poll().is_none(), "nothing answered yet");
+    // What the user sees: the server's pixels under the overlay are its picture (green Allow, red Reject).
+    for (which, colour) in [(Choice::Allow, 0x2e7d32u32), (Choice::Reject, 0xb71c1c)] {
+        let r = o.button_rect(which);
+        assert_eq!(
+            screen_pixel(&x, Point::new(r.x + 6, r.y + 6)),
+            colour,
+            "{which:?}"
+        );
+    }
 
     // (a) The agent's input path clicks Allow: ignored.
     let allow = o.button_rect(Choice::Allow);

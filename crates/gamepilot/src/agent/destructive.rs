@@ -140,6 +140,21 @@ fn terminal_lines() -> &'static Mutex<Receiver<String>> {
     })
 }
 
+/// An action's JSON label in words for the overlay: `click at (520, 436)`, `key Return`.
+fn describe(label: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(label) else {
+        return label.to_string();
+    };
+    let what = v["action"].as_str().unwrap_or("act").replace('_', " ");
+    match (v["x"].as_i64(), v["y"].as_i64()) {
+        (Some(x), Some(y)) => format!("{what} at ({x}, {y})"),
+        _ => match v["key"].as_str() {
+            Some(k) => format!("{what} {k}"),
+            None => label.to_string(),
+        },
+    }
+}
+
 /// One action held for the user's explicit confirmation (FR-SAFE-005).
 pub struct Hold {
     pub found: DestructiveMatch,
@@ -165,7 +180,7 @@ impl Hold {
             None
         } else {
             let req = ConfirmRequest {
-                action: label.to_string(),
+                action: describe(label),
                 pattern: found.pattern.clone(),
                 text: found.text.clone(),
                 timeout: opts.timeout,
@@ -439,6 +454,19 @@ mod tests {
             .unwrap_or_else(|| panic!("dialogue not detected in {texts:?}"));
         assert!(m.pattern == "spend" || m.pattern == "currency amount", "{m:?}");
         assert_eq!(arena.state().unwrap()["gold"], 250, "nothing was spent");
+    }
+
+    #[test]
+    fn the_overlay_names_the_action_in_words() {
+        assert_eq!(
+            describe(r#"{"action":"click","x":520,"y":436,"button":"left"}"#),
+            "click at (520, 436)"
+        );
+        assert_eq!(
+            describe(r#"{"action":"double_click","x":1,"y":2}"#),
+            "double click at (1, 2)"
+        );
+        assert_eq!(describe("not json"), "not json");
     }
 
     #[test]
