@@ -19,7 +19,7 @@ pub use ids::IdTracker;
 pub use marks::MarkRenderer;
 pub use observation::{Element, ElementSource, Observation, Perceiver, TextItem};
 pub use ocr::{Ocr, TextLine, TextWord};
-pub use proposals::{propose, Candidate, ProposalParams};
+pub use proposals::{merge_accessibility, propose, Candidate, ProposalParams};
 pub use template::{Atlas, Template};
 pub use thumb::Thumb;
 

@@ -140,6 +140,62 @@ pub fn propose(
     out
 }
 
+/// Merge elements from the platform accessibility tree (FR-PERC-010) into the visual `proposals`: the tree's
+/// geometry is exact, so a visual candidate that is the same element (IoU ≥ 0.5, lying mostly inside it,
+/// or holding it with little margin) gives way to it, passing on its label when the tree has none. Boxes
+/// are clamped into `bounds` and dropped when nothing is left (INV-PERC-001). With no accessibility
+/// elements the proposals come back unchanged, so ids stay stable either way (FR-PERC-006).
+pub fn merge_accessibility(
+    proposals: Vec<Candidate>,
+    accessibility: &[Candidate],
+    bounds: Rect,
+) -> Vec<Candidate> {
+    if accessibility.is_empty() {
+        return proposals;
+    }
+    let mut tree: Vec<Candidate> = accessibility
+        .iter()
+        .filter_map(|a| {
+            let bbox = a.bbox.clamped_to(&bounds)?;
+            Some(Candidate {
+                bbox,
+                confidence: a.confidence.max(0.9),
+                source: ElementSource::Accessibility,
+                label: a.label.clone().filter(|l| !l.trim().is_empty()),
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(proposals.len() + tree.len());
+    for v in proposals {
+        let same = tree.iter_mut().find(|a| same_element(&v.bbox, &a.bbox));
+        match same {
+            Some(a) => {
+                if a.label.is_none() {
+                    a.label = v.label;
+                }
+            }
+            None => out.push(v),
+        }
+    }
+    // Two tree nodes with one box (a menu and its label child) are one target.
+    let mut kept: Vec<Candidate> = Vec::with_capacity(tree.len());
+    for a in tree.drain(..) {
+        if !kept.iter().any(|k| k.bbox == a.bbox) {
+            kept.push(a);
+        }
+    }
+    out.extend(kept);
+    out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    out
+}
+
+/// Whether a visual box `v` and an accessibility box `a` are one element.
+fn same_element(v: &Rect, a: &Rect) -> bool {
+    v.iou(a) >= 0.5
+        || overlap_fraction(v, a) >= 0.6
+        || (overlap_fraction(a, v) >= 0.8 && v.area() <= a.area().saturating_mul(4))
+}
+
 /// Fraction of `a`'s area that lies inside `b`.
 pub fn overlap_fraction(a: &Rect, b: &Rect) -> f32 {
     if a.area() == 0 {
@@ -552,6 +608,122 @@ mod tests {
         let c = text_candidates(&[line], &ProposalParams::default());
         assert_eq!(c.len(), 3);
         assert_eq!(c[1].label.as_deref(), Some("Type"));
+    }
+
+    fn cand(r: Rect, source: ElementSource, label: Option<&str>) -> Candidate {
+        Candidate {
+            bbox: r,
+            confidence: 0.6,
+            source,
+            label: label.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn accessibility_geometry_replaces_the_visual_box_of_the_same_element() {
+        // FR-PERC-010, INV-PERC-001
+        let bounds = Rect::new(0, 0, 200, 100);
+        let visual = vec![
+            // OCR saw "Game" a little off; the tree knows the menu's exact box.
+            cand(Rect::new(6, 4, 30, 14), ElementSource::Text, Some("Game")),
+            // A board cell the tree does not know stays.
+            cand(Rect::new(50, 40, 20, 20), ElementSource::Grid, None),
+        ];
+        let tree = vec![
+            cand(
+                Rect::new(0, 0, 55, 25),
+                ElementSource::Accessibility,
+                Some("Game"),
+            ),
+            // Unnamed in the tree, named by OCR: keeps the OCR label.
+            cand(Rect::new(55, 0, 46, 25), ElementSource::Accessibility, None),
+            // Partly outside the frame: clamped.
+            cand(
+                Rect::new(180, 90, 40, 40),
+                ElementSource::Accessibility,
+                Some("Edge"),
+            ),
+            // Wholly outside: dropped.
+            cand(
+                Rect::new(300, 0, 10, 10),
+                ElementSource::Accessibility,
+                Some("Gone"),
+            ),
+        ];
+        let mut visual2 = visual.clone();
+        visual2.push(cand(Rect::new(60, 5, 30, 14), ElementSource::Text, Some("Type")));
+        let m = merge_accessibility(visual2, &tree, bounds);
+        let game: Vec<&Candidate> = m.iter().filter(|c| c.label.as_deref() == Some("Game")).collect();
+        assert_eq!(game.len(), 1, "{m:?}");
+        assert_eq!(game[0].bbox, Rect::new(0, 0, 55, 25));
+        assert_eq!(game[0].source, ElementSource::Accessibility);
+        let ty = m.iter().find(|c| c.label.as_deref() == Some("Type")).unwrap();
+        assert_eq!(ty.bbox, Rect::new(55, 0, 46, 25));
+        assert_eq!(ty.source, ElementSource::Accessibility);
+        assert!(m.iter().any(|c| c.source == ElementSource::Grid));
+        let edge = m.iter().find(|c| c.label.as_deref() == Some("Edge")).unwrap();
+        assert_eq!(edge.bbox, Rect::new(180, 90, 20, 10));
+        assert!(!m.iter().any(|c| c.label.as_deref() == Some("Gone")));
+        for c in &m {
+            assert!(bounds.contains_rect(&c.bbox), "{c:?}");
+        }
+        assert_eq!(m.len(), 4);
+        // Without a tree nothing changes.
+        assert_eq!(merge_accessibility(visual.clone(), &[], bounds), visual);
+    }
+
+    #[test]
+    fn a_panel_holding_several_tree_elements_is_not_replaced() {
+        // FR-PERC-010: a visual menu-bar strip is not "the same element" as one of its menus.
+        let bounds = Rect::new(0, 0, 200, 100);
+        let strip = cand(Rect::new(0, 0, 200, 25), ElementSource::Rect, None);
+        let tree = vec![
+            cand(
+                Rect::new(0, 0, 40, 25),
+                ElementSource::Accessibility,
+                Some("Game"),
+            ),
+            cand(
+                Rect::new(40, 0, 40, 25),
+                ElementSource::Accessibility,
+                Some("Help"),
+            ),
+        ];
+        let m = merge_accessibility(vec![strip.clone()], &tree, bounds);
+        assert!(m.contains(&strip));
+        assert_eq!(m.len(), 3);
+    }
+
+    #[test]
+    fn perceiver_ids_are_stable_with_accessibility_elements() {
+        // FR-PERC-006, FR-PERC-010
+        use crate::{FrameClass, Perceiver};
+        use gamepilot_core::MonoTime;
+        let (w, h) = (200u32, 100u32);
+        let buf = canvas(w, h, [30, 30, 30]);
+        let v = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &buf).unwrap();
+        let tree = vec![
+            cand(
+                Rect::new(0, 0, 55, 25),
+                ElementSource::Accessibility,
+                Some("Game"),
+            ),
+            cand(
+                Rect::new(55, 0, 46, 25),
+                ElementSource::Accessibility,
+                Some("Type"),
+            ),
+        ];
+        let mut p = Perceiver::new();
+        let o1 = p.observe_with_accessibility(&v, MonoTime(1), FrameClass::Scene, &[], &tree);
+        let o2 = p.observe_with_accessibility(&v, MonoTime(2), FrameClass::Unchanged, &[], &tree);
+        assert_eq!(o1.elements.len(), 2);
+        assert_eq!(o1.elements, o2.elements);
+        assert!(o1
+            .elements
+            .iter()
+            .all(|e| e.source == ElementSource::Accessibility));
+        assert!(o1.to_text().contains("accessibility"));
     }
 
     #[test]
