@@ -17,7 +17,7 @@ fn every_subcommand_has_help() {
     let text = String::from_utf8_lossy(&out.stdout);
     for sub in [
         "doctor", "windows", "capture", "observe", "classify", "sensor", "act", "run", "demo", "replay",
-        "report",
+        "report", "calibrate-stuck", "bench",
     ] {
         assert!(text.contains(sub), "--help lists {sub}");
         let o = gamepilot().args([sub, "--help"]).output().unwrap();
