@@ -16,8 +16,19 @@ fn every_subcommand_has_help() {
     let out = gamepilot().arg("--help").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     for sub in [
-        "doctor", "windows", "capture", "observe", "classify", "sensor", "act", "run", "demo", "replay",
-        "report", "calibrate-stuck", "bench",
+        "doctor",
+        "windows",
+        "capture",
+        "observe",
+        "classify",
+        "sensor",
+        "act",
+        "run",
+        "demo",
+        "replay",
+        "report",
+        "calibrate-stuck",
+        "bench",
     ] {
         assert!(text.contains(sub), "--help lists {sub}");
         let o = gamepilot().args([sub, "--help"]).output().unwrap();
