@@ -355,7 +355,10 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let mut held_now = 0u32;
     let mut last_status = Instant::now();
     let tty = std::io::stderr().is_terminal();
-    let mut research = research::ResearchWiring::new(cfg.research_endpoint.clone());
+    let mut research = research::ResearchWiring::new(
+        cfg.research_endpoint.clone(),
+        Duration::from_millis(cfg.loop_cfg.rung_timeout_ms.saturating_sub(2_000)),
+    );
 
     // Feed one event to the loop logic, record it and its decisions, and carry the decisions out.
     macro_rules! feed {

@@ -51,11 +51,20 @@ pub struct ResearchWiring {
 
 impl ResearchWiring {
     /// `endpoint`: the base URL of a SearxNG instance (its JSON API); `None` means research is unavailable.
-    pub fn new(endpoint: Option<String>) -> ResearchWiring {
-        ResearchWiring::with_config(ResearchConfig {
+    /// `within`: the research rung's timeout; one research is bounded to finish inside it (at least 1 s),
+    /// so its result arrives while the rung is still waiting for it (FR-LOOP-006).
+    pub fn new(endpoint: Option<String>, within: std::time::Duration) -> ResearchWiring {
+        let mut config = ResearchConfig {
             search: endpoint.map(|base_url| SearchBackend::Searxng { base_url }),
             ..ResearchConfig::default()
-        })
+        };
+        let within = within.max(std::time::Duration::from_secs(1));
+        let l = &mut config.limits;
+        l.wall_clock = l.wall_clock.min(within);
+        l.request_timeout = l.request_timeout.min(within);
+        l.read_timeout = l.read_timeout.min(within);
+        l.connect_timeout = l.connect_timeout.min(within);
+        ResearchWiring::with_config(config)
     }
 
     /// With a full research configuration (bounds, backend) from the user; `search: None` is unavailable.
@@ -208,7 +217,7 @@ mod tests {
     #[test]
     fn no_endpoint_is_unavailable_and_never_fakes_an_answer() {
         // FR-LOOP-006, FR-SKILL-003 (no backend: the rung reports "research unavailable")
-        let mut w = ResearchWiring::new(None);
+        let mut w = ResearchWiring::new(None, Duration::from_secs(13));
         assert_eq!(w.start("cross the river", &[]), Err(UNAVAILABLE.to_string()));
         assert!(w.in_flight.is_none());
         assert_eq!(w.poll(), None);
@@ -217,7 +226,7 @@ mod tests {
     #[test]
     fn a_query_repeating_screen_text_is_refused() {
         // FR-SKILL-005: recognised screen text is never sent verbatim
-        let mut w = ResearchWiring::new(Some("http://127.0.0.1:9".into()));
+        let mut w = ResearchWiring::new(Some("http://127.0.0.1:9".into()), Duration::from_secs(13));
         w.observe_screen("private message from alice_the_great: meet me at the docks");
         let r = w.start(
             "cross the river",
@@ -318,7 +327,7 @@ mod tests {
         // NFR-LOOP-001 (never blocks), FR-SKILL-003; a result page on loopback is refused by default, so the
         // lookup ends with nothing found and the rung will fail rather than invent an answer
         let (base, server) = searx(1);
-        let mut w = ResearchWiring::new(Some(base));
+        let mut w = ResearchWiring::new(Some(base), Duration::from_secs(13));
         w.start("cross the river", &["stuck at the river bank".into()])
             .unwrap();
         assert!(w.in_flight.is_some());
@@ -371,5 +380,33 @@ mod tests {
         assert!(out.note.ends_with(&format!("(source: {guide})")), "{}", out.note);
         assert_eq!(out.log["sources"][0], guide.as_str());
         assert_eq!(w.poll(), None);
+    }
+
+    #[test]
+    fn a_silent_search_engine_ends_the_research_inside_the_rung() {
+        // FR-LOOP-006: a search endpoint that accepts and never answers cannot outlast the research rung:
+        // the research is bounded to the rung's time, so the rung sees its failure and moves on
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let hold = std::thread::spawn(move || {
+            let conn = listener.accept();
+            std::thread::sleep(Duration::from_secs(6));
+            drop(conn);
+        });
+        let mut w = ResearchWiring::new(Some(format!("http://{addr}")), Duration::from_secs(2));
+        let started = Instant::now();
+        w.start("cross the river", &[]).unwrap();
+        let out = loop {
+            if let Some(o) = w.poll() {
+                break o;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "research outlived its 2 s bound"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(!out.found());
+        hold.join().unwrap();
     }
 }
