@@ -7,6 +7,7 @@ PACKAGES=(
   tesseract-ocr tesseract-ocr-eng libtesseract-dev libleptonica-dev
   clang libclang-dev cmake pkg-config build-essential
   fonts-dejavu-core sgt-puzzles curl unzip python3-pip
+  at-spi2-core dbus-daemon dbus
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

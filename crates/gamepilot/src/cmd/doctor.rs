@@ -108,6 +108,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tesseract_data(),
         "apt-get install tesseract-ocr tesseract-ocr-eng (scripts/install-deps.sh does it)",
     );
+    // FR-PERC-010: optional, so it informs and never fails the doctor.
+    match gamepilot_a11y::check_bus(&gamepilot_a11y::A11yConfig::default()) {
+        Ok((addr, apps)) => println!(
+            "  ok    accessibility bus: reachable at {addr} ({apps} application(s) registered)"
+        ),
+        Err(e) => println!(
+            "  info  accessibility bus: not reachable ({}): {e}\n        (optional: games that expose an accessibility tree give exact element boxes)",
+            e.reason()
+        ),
+    }
     let endpoint = args
         .model_endpoint
         .clone()

@@ -1,12 +1,14 @@
 //! `gamepilot observe`: one observation of a window or an image — OCR text with confidences, element
 //! proposals with stable ids, Set-of-Marks image — written as `DIR/observation.json` and `DIR/marks.png`
-//! (FR-PERC-004..007).
+//! (FR-PERC-004..007). A window's accessibility tree, when it exposes one, adds exact elements (source
+//! `accessibility`) within a bound; a skipped probe is reported on stderr and never fails the command
+//! (FR-PERC-010).
 
 use super::common::{load_image, now, WindowArgs};
 use anyhow::Context as _;
 use gamepilot_core::Frame;
 use gamepilot_ocr::TesseractOcr;
-use gamepilot_vision::{FrameClass, MarkRenderer, Ocr, Perceiver};
+use gamepilot_vision::{Candidate, FrameClass, MarkRenderer, Ocr, Perceiver};
 use gamepilot_x11::WindowCapturer;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +31,12 @@ pub struct Args {
     /// TrueType font for the mark numbers.
     #[arg(long, default_value = DEFAULT_FONT)]
     pub font: PathBuf,
+    /// Do not consult the window's accessibility tree (AT-SPI).
+    #[arg(long)]
+    pub no_a11y: bool,
+    /// Bound of the accessibility probe in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    pub a11y_timeout_ms: u64,
 }
 
 /// Capture the target window once at full resolution.
@@ -42,11 +50,36 @@ pub fn capture_window(target: &WindowArgs) -> anyhow::Result<Frame> {
     f
 }
 
-/// Observe one frame: OCR (unless disabled), proposals, ids, marks.
+/// Elements of the target window's accessibility tree in the frame's capture space, probed within
+/// `timeout`. `Err` says why the probe was skipped (no bus, no tree, timeout …).
+pub fn accessibility_candidates(
+    target: &WindowArgs,
+    frame: &Frame,
+    timeout: std::time::Duration,
+) -> Result<(Vec<Candidate>, gamepilot_a11y::A11ySnapshot), gamepilot_a11y::A11yError> {
+    let (x, w) = target
+        .resolve()
+        .map_err(|e| gamepilot_a11y::A11yError::Window(format!("{e:#}")))?;
+    let t = gamepilot_a11y::A11yTarget::from_window(&x, w.id)?
+        .with_capture_size(gamepilot_core::Size::new(frame.width, frame.height));
+    let config = gamepilot_a11y::A11yConfig {
+        session_bus: None,
+        limits: gamepilot_a11y::ProbeLimits {
+            timeout,
+            ..Default::default()
+        },
+    };
+    let snap = gamepilot_a11y::probe(&t, &config)?;
+    Ok((snap.candidates(), snap))
+}
+
+/// Observe one frame: OCR (unless disabled), proposals merged with the accessibility tree's elements
+/// (whose geometry wins, FR-PERC-010), ids, marks.
 pub fn observe_frame(
     frame: &Frame,
     ocr: Option<&mut TesseractOcr>,
     font: &Path,
+    accessibility: &[Candidate],
 ) -> anyhow::Result<(gamepilot_vision::Observation, image::RgbaImage)> {
     let view = frame.view();
     let texts = match ocr {
@@ -56,7 +89,7 @@ pub fn observe_frame(
     let mut p = Perceiver::new();
     let class = p.classify_view(&view).class;
     debug_assert_eq!(class, FrameClass::Scene);
-    let obs = p.observe(&view, frame.captured_at, class, &texts);
+    let obs = p.observe_with_accessibility(&view, frame.captured_at, class, &texts, accessibility);
     let bytes = std::fs::read(font).with_context(|| format!("reading the mark font {}", font.display()))?;
     let r = MarkRenderer::from_font_bytes(bytes)?;
     let (img, _) = r.render(&view, &obs.elements);
@@ -76,7 +109,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         Some(TesseractOcr::new()?)
     };
-    let (obs, img) = observe_frame(&frame, ocr.as_mut(), &args.font)?;
+    let mut a11y = Vec::new();
+    if args.image.is_none() && !args.no_a11y {
+        let bound = std::time::Duration::from_millis(args.a11y_timeout_ms);
+        match accessibility_candidates(&args.target, &frame, bound) {
+            Ok((c, snap)) => {
+                eprintln!(
+                    "accessibility: {} elements from the tree ({} nodes, {} ms)",
+                    c.len(),
+                    snap.nodes_visited,
+                    snap.elapsed.as_millis()
+                );
+                a11y = c;
+            }
+            Err(e) => eprintln!("accessibility: skipped ({}): {e}", e.reason()),
+        }
+    }
+    let (obs, img) = observe_frame(&frame, ocr.as_mut(), &args.font, &a11y)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let json = serde_json::to_string_pretty(&obs)?;
     std::fs::write(args.out.join("observation.json"), json + "\n")
