@@ -170,6 +170,8 @@ pub struct A11ySnapshot {
     pub elements: Vec<A11yElement>,
     /// Tree nodes whose state was read.
     pub nodes_visited: usize,
+    /// Nodes that answered with an error (gone mid-walk) and were skipped.
+    pub nodes_failed: usize,
     /// The walk stopped at `max_nodes`.
     pub truncated: bool,
     pub elapsed: Duration,
@@ -428,6 +430,40 @@ impl Prober {
         )))
     }
 
+    /// One node: its element when it is a showing, actionable node inside the window, and whether it is
+    /// showing at all (hidden subtrees, such as closed menus, are not walked).
+    fn visit(
+        &self,
+        app: &str,
+        path: &str,
+        target: &A11yTarget,
+        deadline: Instant,
+    ) -> Result<(Option<A11yElement>, bool), A11yError> {
+        let st = self.states(app, path, deadline)?;
+        if st & (1 << STATE_SHOWING) == 0 || st & (1 << STATE_VISIBLE) == 0 {
+            return Ok((None, false));
+        }
+        let role: String = self.call(app, path, ACCESSIBLE, "GetRoleName", &(), deadline)?;
+        let role = normalise_role(&role);
+        if !is_actionable(&role, st) {
+            return Ok((None, true));
+        }
+        let screen = self.extents(app, path, deadline)?;
+        let Some(bbox) = screen_rect_to_capture(&target.chain, screen) else {
+            return Ok((None, true));
+        };
+        let name = self.name(app, path, deadline)?;
+        Ok((
+            Some(A11yElement {
+                name,
+                role,
+                screen,
+                bbox,
+            }),
+            true,
+        ))
+    }
+
     /// Probe `target`; the walk's deadline is `start + limits.timeout`.
     pub fn probe(&mut self, target: &A11yTarget, start: Instant) -> Result<A11ySnapshot, A11yError> {
         let deadline = start + self.limits.timeout;
@@ -444,11 +480,15 @@ impl Prober {
         let mut best: Option<(u64, String)> = None;
         for top in self.children(&app, ROOT_PATH, deadline)? {
             nodes_visited += 1;
-            let st = self.states(&app, &top, deadline)?;
-            if st & (1 << STATE_SHOWING) == 0 {
-                continue;
-            }
-            let e = self.extents(&app, &top, deadline)?;
+            let e = match self
+                .states(&app, &top, deadline)
+                .and_then(|st| Ok((st, self.extents(&app, &top, deadline)?)))
+            {
+                Ok((st, e)) if st & (1 << STATE_SHOWING) != 0 => e,
+                Ok(_) => continue,
+                Err(A11yError::Timeout(d)) => return Err(A11yError::Timeout(d)),
+                Err(_) => continue,
+            };
             let overlap = e.intersection(&client).map(|i| i.area()).unwrap_or(0);
             if overlap > 0 && best.as_ref().map(|b| b.0 < overlap).unwrap_or(true) {
                 best = Some((overlap, top));
@@ -462,6 +502,7 @@ impl Prober {
         };
         let mut elements = Vec::new();
         let mut truncated = false;
+        let mut skipped = 0usize;
         let mut stack = vec![(window_node, 0usize)];
         while let Some((path, depth)) = stack.pop() {
             if nodes_visited >= self.limits.max_nodes {
@@ -469,35 +510,21 @@ impl Prober {
                 break;
             }
             nodes_visited += 1;
-            let st = self.states(&app, &path, deadline)?;
-            // Hidden subtrees (closed menus, other tabs) are skipped whole.
-            if st & (1 << STATE_SHOWING) == 0 || st & (1 << STATE_VISIBLE) == 0 {
-                continue;
-            }
-            let role = normalise_role(&self.call::<_, String>(
-                &app,
-                &path,
-                ACCESSIBLE,
-                "GetRoleName",
-                &(),
-                deadline,
-            )?);
-            if is_actionable(&role, st) {
-                let screen = self.extents(&app, &path, deadline)?;
-                if let Some(bbox) = screen_rect_to_capture(&target.chain, screen) {
-                    let name = self.name(&app, &path, deadline)?;
-                    elements.push(A11yElement {
-                        name,
-                        role,
-                        screen,
-                        bbox,
-                    });
+            match self.visit(&app, &path, target, deadline) {
+                Ok((element, showing)) => {
+                    elements.extend(element);
+                    if showing && depth < self.limits.max_depth {
+                        match self.children(&app, &path, deadline) {
+                            // Reverse so that the walk visits children in document order.
+                            Ok(kids) => stack.extend(kids.into_iter().rev().map(|k| (k, depth + 1))),
+                            Err(A11yError::Timeout(d)) => return Err(A11yError::Timeout(d)),
+                            Err(_) => skipped += 1,
+                        }
+                    }
                 }
-            }
-            if depth < self.limits.max_depth {
-                let kids = self.children(&app, &path, deadline)?;
-                // Reverse so that the walk visits children in document order.
-                stack.extend(kids.into_iter().rev().map(|k| (k, depth + 1)));
+                Err(A11yError::Timeout(d)) => return Err(A11yError::Timeout(d)),
+                // A node that went away mid-walk (a menu closing) is skipped, not fatal.
+                Err(_) => skipped += 1,
             }
         }
         Ok(A11ySnapshot {
@@ -505,6 +532,7 @@ impl Prober {
             chain: target.chain,
             elements,
             nodes_visited,
+            nodes_failed: skipped,
             truncated,
             elapsed: start.elapsed(),
         })

@@ -109,7 +109,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "apt-get install tesseract-ocr tesseract-ocr-eng (scripts/install-deps.sh does it)",
     );
     // FR-PERC-010: optional, so it informs and never fails the doctor.
-    match gamepilot_a11y::check_bus(&gamepilot_a11y::A11yConfig::default()) {
+    // The first call may start at-spi-bus-launcher (D-Bus activation): allow it two seconds.
+    let a11y = gamepilot_a11y::A11yConfig {
+        session_bus: None,
+        limits: gamepilot_a11y::ProbeLimits {
+            timeout: Duration::from_secs(2),
+            ..Default::default()
+        },
+    };
+    match gamepilot_a11y::check_bus(&a11y) {
         Ok((addr, apps)) => println!(
             "  ok    accessibility bus: reachable at {addr} ({apps} application(s) registered)"
         ),
