@@ -307,3 +307,79 @@ fn run_grounds_in_two_stages_with_the_real_model() {
         String::from_utf8_lossy(&replay.stderr)
     );
 }
+
+#[test]
+fn run_marks_a_gtk_games_accessibility_elements() {
+    // FR-PERC-010, FR-SAFE-006: in `run`, the tactical tick merges the target's accessibility tree (sgt-puzzles'
+    // Net on a private session bus); its elements reach the recorded observations with their labels. A dry
+    // run, so nothing reaches the game.
+    require_model();
+    let mut bed = TestBed::start().unwrap();
+    let bus = gamepilot_testbed::SessionBus::start(&bed.display).unwrap();
+    let mut net = Command::new("/usr/games/sgt-net");
+    bus.apply(&mut net);
+    let pid = bed.spawn("sgt-net", net).unwrap();
+    let x = bed.x11().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let win = loop {
+        if let Ok(w) = x.find_window(&gamepilot_x11::WindowSelector::Pid(pid)) {
+            if w.mapped {
+                break w.id;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sgt-net window did not appear"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let mut cmd = gamepilot();
+    cmd.args([
+        "run",
+        "--display",
+        &bed.display,
+        "--window",
+        &format!("0x{win:x}"),
+        "--goal",
+        "Open the Game menu.",
+        "--goal-check",
+        "region_fraction([0, 0, 8, 8], value>0.99) > 2",
+        "--dry-run",
+        "--max-actions",
+        "1",
+        "--session-budget-s",
+        "60",
+        "--unattended",
+        "--tactical-interval-ms",
+        "200",
+    ])
+    .arg("--record")
+    .arg(&rec);
+    bus.apply(&mut cmd);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(4)),
+        "run ends on a budget:\n{stdout}\n{stderr}"
+    );
+    let ev = events(&rec);
+    let observations: Vec<&serde_json::Value> = ev.iter().filter(|e| e["kind"] == "observation").collect();
+    assert!(
+        !observations.is_empty(),
+        "a tactical tick observed:\n{stdout}\n{stderr}"
+    );
+    let tree: Vec<&serde_json::Value> = observations
+        .iter()
+        .flat_map(|o| o["marks"].as_array().into_iter().flatten())
+        .filter(|m| m["source"] == "accessibility")
+        .collect();
+    let labels: Vec<&str> = tree.iter().filter_map(|m| m["label"].as_str()).collect();
+    assert!(
+        labels.iter().any(|l| l.contains("Game")),
+        "the menu bar's items come from the tree: {labels:?}\n{stderr}"
+    );
+    assert!(x.server_held().unwrap().is_empty(), "a dry run holds nothing");
+}

@@ -80,6 +80,7 @@ pub fn run(
     let mut perceiver = Perceiver::new();
     let mut ocr = gamepilot_ocr::TesseractOcr::new().ok();
     let marks = mark_font();
+    let a11y = AccessibilityFeed::start(setup.window);
     while let Ok(req) = rx.recv() {
         if cancel.is_cancelled() {
             break;
@@ -92,7 +93,11 @@ pub fn run(
             Some(o) => o.recognize(&view, view.bounds()).unwrap_or_default(),
             None => Vec::new(),
         };
-        let observation = perceiver.observe(&view, started, class, &texts);
+        // FR-PERC-010: the accessibility tree's elements, where the target exposes one, replace the visual
+        // boxes of the same elements; the probe runs on its own thread and this tick waits for it at most
+        // its bound (never the reflex).
+        let tree = a11y.candidates(&x, Size::new(frame.width, frame.height));
+        let observation = perceiver.observe_with_accessibility(&view, started, class, &texts, &tree);
         let marked = marks.as_ref().map(|m| m.render(&view, &observation.elements).0);
         let present: Vec<ElementId> = observation
             .elements
@@ -265,6 +270,57 @@ pub fn run(
     }
     capturer.close(&x);
     Ok(())
+}
+
+/// The accessibility probe of the target window, fed from the tactical thread (FR-PERC-010).
+struct AccessibilityFeed {
+    window: u32,
+    worker: Option<gamepilot_a11y::A11yWorker>,
+    bound: std::time::Duration,
+}
+
+impl AccessibilityFeed {
+    fn start(window: u32) -> AccessibilityFeed {
+        let config = gamepilot_a11y::A11yConfig::default();
+        let bound = config.limits.timeout;
+        AccessibilityFeed {
+            window,
+            // No session bus means no tree to ask: skip the worker rather than probe and fail each tick.
+            worker: config
+                .session_address()
+                .ok()
+                .and_then(|_| gamepilot_a11y::A11yWorker::spawn(config).ok()),
+            bound,
+        }
+    }
+
+    /// Ask for a fresh probe and wait for it at most the probe's bound; the elements of the newest report
+    /// whose transform chain is still the window's current one (boxes of a moved window are dropped).
+    fn candidates(&self, x: &X11, capture: Size) -> Vec<gamepilot_vision::Candidate> {
+        let Some(worker) = &self.worker else {
+            return Vec::new();
+        };
+        let Ok(target) = gamepilot_a11y::A11yTarget::from_window(x, self.window) else {
+            return Vec::new();
+        };
+        let target = target.with_capture_size(capture);
+        let Ok(seq) = worker.request_refresh(target) else {
+            return Vec::new();
+        };
+        let deadline = std::time::Instant::now() + self.bound + std::time::Duration::from_millis(50);
+        while worker.latest().is_none_or(|r| r.seq < seq) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        match worker.latest() {
+            Some(r) if r.window == self.window && r.generation == target.chain.generation => {
+                match &r.result {
+                    Ok(snap) => snap.candidates(),
+                    Err(_) => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// One model call of a tactical tick.
