@@ -350,6 +350,8 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     // at ~10 Hz, and a change on an unfed tick must not read as stasis (FR-LOOP-005).
     let mut unfed_change = gamepilot_vision::FrameClass::Unchanged;
     let mut stop: Option<String> = None;
+    // The interlock behind a user stop (user input, the panic chord, the guardian's halt), for the summary.
+    let mut stopped_by: Option<String> = None;
     let mut reflex_stats = (0u64, 0u64, 0u64, 0u64);
     let mut sensor_line = String::new();
     let mut held_now = 0u32;
@@ -653,6 +655,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                         },
                     )?;
                     if interlock == "user_input" || interlock == "halt" {
+                        stopped_by.get_or_insert_with(|| format!("{interlock}: {detail}"));
                         queue.extend(feed!(Event::UserStop));
                     }
                 }
@@ -888,7 +891,13 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let v = state.verdict_counts();
     let secs = t0.elapsed().as_secs_f64();
     let summary = Summary {
-        stop_reason: stop.unwrap_or_else(|| format!("{:?}", StopReason::UserStop)),
+        stop_reason: {
+            let reason = stop.unwrap_or_else(|| format!("{:?}", StopReason::UserStop));
+            match stopped_by {
+                Some(by) if reason == format!("{:?}", StopReason::UserStop) => format!("{reason} ({by})"),
+                _ => reason,
+            }
+        },
         seconds: secs,
         actions_executed: state.actions_executed(),
         actions_per_s: state.actions_executed() as f64 / secs.max(0.001),
