@@ -91,15 +91,19 @@ pub struct ReflexSetup {
     pub goal: Option<Expression>,
 }
 
-/// After a confirmation hold ends, the motion and button release that finish the user's click on the
-/// overlay are not a stop (FR-SAFE-002 still applies to presses and keys).
+/// After a confirmation hold ends, the motion and releases that finish the user's answer (the click on the
+/// overlay, the Enter typed at the terminal) are not a stop (FR-SAFE-002 still applies to any press).
 const HOLD_GRACE: Duration = Duration::from_millis(1500);
 
 /// Whether one real-device event stops the run (FR-SAFE-002). While an action is held for confirmation the
 /// executor is already paused and the user is expected to reach for the overlay, so nothing is a stop;
-/// just after, only the tail of that click (motion, button release) is forgiven.
+/// just after, only the tail of that answer (motion, button or key release) is forgiven.
 fn stops_the_run(kind: RawKind, holding: bool, in_grace: bool) -> bool {
-    let tail_of_the_click = in_grace && matches!(kind, RawKind::Motion | RawKind::ButtonRelease);
+    let tail_of_the_click = in_grace
+        && matches!(
+            kind,
+            RawKind::Motion | RawKind::ButtonRelease | RawKind::KeyRelease
+        );
     !holding && !tail_of_the_click
 }
 
@@ -502,6 +506,10 @@ mod tests {
         }
         assert!(!stops_the_run(RawKind::Motion, false, true));
         assert!(!stops_the_run(RawKind::ButtonRelease, false, true));
+        assert!(
+            !stops_the_run(RawKind::KeyRelease, false, true),
+            "the Enter typed at the terminal"
+        );
         assert!(
             stops_the_run(RawKind::ButtonPress, false, true),
             "a new press after the hold stops"

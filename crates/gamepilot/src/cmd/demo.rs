@@ -105,7 +105,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         confirm_timeout: std::time::Duration::ZERO,
         quiet: args.quiet,
         research_endpoint: None,
-        progress_sensor: Some(args.stuck.progress_sensor.clone().unwrap_or_else(|| "coins".into())),
+        progress_sensor: Some(
+            args.stuck
+                .progress_sensor
+                .clone()
+                .unwrap_or_else(|| "coins".into()),
+        ),
         grounding_paths: args.grounding.paths(),
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);

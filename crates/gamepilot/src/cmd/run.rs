@@ -1,11 +1,11 @@
 //! `gamepilot run`: play a window toward a goal with a local model — the three cadences, the executor
 //! with every interlock, verification of every action, and a recording (issue 7).
 
-use gamepilot_grounding::GroundingPath;
 use super::act::LimitArgs;
 use super::common::WindowArgs;
 use crate::agent::{self, AgentConfig, Summary};
 use anyhow::Context as _;
+use gamepilot_grounding::GroundingPath;
 use gamepilot_model::{HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec};
 use gamepilot_planner::{LoopConfig, SignalConfig};
 use std::path::PathBuf;
@@ -94,7 +94,11 @@ pub enum GroundingChoice {
 impl GroundingChoice {
     pub fn paths(self) -> Vec<GroundingPath> {
         match self {
-            GroundingChoice::Auto => vec![GroundingPath::Mark, GroundingPath::Coordinate, GroundingPath::TwoStage],
+            GroundingChoice::Auto => vec![
+                GroundingPath::Mark,
+                GroundingPath::Coordinate,
+                GroundingPath::TwoStage,
+            ],
             GroundingChoice::Mark => vec![GroundingPath::Mark],
             GroundingChoice::Coordinate => vec![GroundingPath::Coordinate],
             GroundingChoice::TwoStage => vec![GroundingPath::TwoStage],
