@@ -235,7 +235,7 @@ fn run_grounds_in_two_stages_with_the_real_model() {
             "--max-actions",
             "2",
             "--session-budget-s",
-            "75",
+            "120",
             "--unattended",
             "--tactical-interval-ms",
             "200",
@@ -349,8 +349,10 @@ fn run_marks_a_gtk_games_accessibility_elements() {
         "--dry-run",
         "--max-actions",
         "1",
+        // Generous: on a loaded machine the first plan alone can take most of a minute, and the
+        // observation is recorded when its tactical tick's model call returns.
         "--session-budget-s",
-        "60",
+        "150",
         "--unattended",
         "--tactical-interval-ms",
         "200",
