@@ -1,10 +1,17 @@
 //! Test support: an Xvfb (or nested Xephyr) test bed that launches the practice game, finds its window and
-//! cleans up every process it started, even when a test fails (Drop kills them).
+//! cleans up every process it started, even when a test fails (Drop kills them); a private D-Bus session
+//! bus; and a scripted OpenAI-compatible model host ([`ScriptedHost`]) that answers gamepilot's model
+//! calls from a test's policy and records them.
 
 pub mod arena;
 pub mod dbus;
+pub mod host;
 pub mod xserver;
 
 pub use arena::{Arena, ArenaOptions};
 pub use dbus::SessionBus;
+pub use host::{
+    by_substring, message_text, sequence, ChatRequest, DataImage, HostConfig, HostKind, RecordedRequest,
+    Reply, ScriptedHost,
+};
 pub use xserver::{TestBed, TestBedError};
