@@ -4,11 +4,13 @@
 //! calls from a test's policy and records them.
 
 pub mod arena;
+pub mod arena_policy;
 pub mod dbus;
 pub mod host;
 pub mod xserver;
 
 pub use arena::{Arena, ArenaOptions};
+pub use arena_policy::{arena_policy, ArenaMove, ArenaPolicy};
 pub use dbus::SessionBus;
 pub use host::{
     by_substring, message_text, sequence, ChatRequest, DataImage, HostConfig, HostKind, RecordedRequest,
