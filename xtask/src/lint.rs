@@ -13,6 +13,7 @@ const LOGIC_CRATES: &[&str] = &[
     "gamepilot-grounding",
     "gamepilot-context",
     "gamepilot-planner",
+    "gamepilot-session",
 ];
 const FORBIDDEN_IN_LOGIC: &[&str] = &["x11rb", "ureq", "reqwest", "tokio", "hyper", "tesseract", "zbus"];
 
@@ -37,9 +38,10 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     file_docs(root, &mut failures)?;
     dependency_firewall(root, &mut failures)?;
     recordings_write_only(root, &mut failures)?;
+    binary_is_wiring(root, &mut failures)?;
     if failures.is_empty() {
         println!(
-            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs)"
+            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, binary = wiring)"
         );
         Ok(0)
     } else {
@@ -81,6 +83,68 @@ fn single_input_call_site(root: &Path, failures: &mut Vec<String>) -> anyhow::Re
         }
     }
     Ok(())
+}
+
+/// The loop's decisions live in `gamepilot-session`; the binary's `agent/` is wiring. These are the
+/// decision internals of the planner, grounding and context crates that only the session may use.
+const DECISION_INTERNALS: &[&str] = &[
+    "LoopState",
+    "gamepilot_planner::Command",
+    "Verifier",
+    "Suppressor",
+    "FailureFacts",
+    "attribute(",
+    "HistoryEntry",
+    "set_plan(",
+    "CompactionInput",
+    ".compact(",
+    "ExpectedChange",
+    "Context::new(",
+    ".end_tick(",
+    ".add_research(",
+];
+
+/// Where the binary's agent/ sources are and the largest the binary may be.
+const AGENT_DIR: &str = "crates/gamepilot/src/agent";
+const BINARY_SRC: &str = "crates/gamepilot/src";
+const BINARY_MAX_LINES: usize = 4000;
+
+/// Issue 12: `crates/gamepilot/src/agent/` holds no loop decisions (only the session's API), and the
+/// binary's non-test code stays under its size bound.
+fn binary_is_wiring(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    for f in crate::rust_files(&root.join(AGENT_DIR)) {
+        let r = rel(root, &f);
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
+        for (i, line) in non_test_lines(&text) {
+            let code = line.split("//").next().unwrap_or("");
+            for p in DECISION_INTERNALS {
+                if code.contains(p) {
+                    failures.push(format!(
+                        "{r}:{}: uses {p}, a loop decision internal; decisions belong in gamepilot-session (Session::step)",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    let mut lines = 0;
+    for f in crate::rust_files(&root.join(BINARY_SRC)) {
+        let text = std::fs::read_to_string(&f)?;
+        lines += non_test_lines(&text).count();
+    }
+    if lines > BINARY_MAX_LINES {
+        failures.push(format!(
+            "{BINARY_SRC}: {lines} lines of non-test code, over the binary's bound of {BINARY_MAX_LINES}: move logic into a crate"
+        ));
+    }
+    Ok(())
+}
+
+/// The lines of a file before its first `#[cfg(test)]`, numbered.
+fn non_test_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
 }
 
 /// Every Rust file starts with a `//!` line saying what it is for.

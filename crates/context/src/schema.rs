@@ -9,7 +9,8 @@ use gamepilot_core::{ElementId, Point, Size};
 use serde_json::{json, Map, Value};
 
 /// One tool the model may call in a tactical reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Tool {
     ClickMark,
     Click,
@@ -293,7 +294,8 @@ pub fn parse_localise(value: &Value, schema: &Value) -> Result<Point, ContextErr
 }
 
 /// A tactical reply, parsed after it validated against this tick's schema.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TacticalReply {
     /// An executor action in the core vocabulary.
     Act(Action),

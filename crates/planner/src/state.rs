@@ -291,6 +291,10 @@ struct InFlight {
     target: Option<Target>,
     path: Option<GroundingPath>,
     scene: String,
+    /// The facts of the latest evidence sample: a verdict the settle window closes is attributed on
+    /// them (FR-GND-008), not on nothing.
+    #[serde(default)]
+    facts: FailureFacts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -556,7 +560,11 @@ impl LoopState {
             } => {
                 match self.verifier.observe(action, &evidence, now) {
                     Ok(Some(v)) => self.on_verdict(now, action, v, facts, &mut out),
-                    Ok(None) => {}
+                    Ok(None) => {
+                        if let Some(f) = self.in_flight.get_mut(&action) {
+                            f.facts = facts;
+                        }
+                    }
                     // Late evidence for an action already judged is normal; evidence of the wrong kind
                     // is a wiring error, reported and otherwise ignored (the check ends inconclusive if
                     // no usable sample follows, INV-GND-001).
@@ -593,10 +601,8 @@ impl LoopState {
     /// Checks every event makes: closing verification windows, budgets, the timer trigger, rung timeout.
     fn housekeeping(&mut self, now: MonoTime, started: MonoTime, out: &mut Vec<Command>) {
         for (action, verdict) in self.verifier.expire(now) {
-            let facts = FailureFacts {
-                evidence_undefined: verdict == Verdict::Inconclusive,
-                ..Default::default()
-            };
+            let mut facts = self.in_flight.get(&action).map(|f| f.facts).unwrap_or_default();
+            facts.evidence_undefined |= verdict == Verdict::Inconclusive;
             self.on_verdict(now, action, verdict, facts, out);
             if self.stopped.is_some() {
                 return;
@@ -718,6 +724,7 @@ impl LoopState {
                 target,
                 path,
                 scene: self.scene.clone(),
+                facts: FailureFacts::default(),
             },
         );
         if let Some(sig) = cycle {

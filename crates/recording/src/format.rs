@@ -127,6 +127,30 @@ pub enum Record {
         input: u64,
         command: Value,
     },
+    /// An input of the session core (`gamepilot_session::Input` as JSON), fed back by replay; `now_us`
+    /// is the time it was stepped at.
+    SessionInput {
+        now_us: u64,
+        input: Value,
+    },
+    /// The effects the session core returned for the input `input` (the `seq` of its `session_input`).
+    SessionEffects {
+        input: u64,
+        effects: Value,
+    },
+    /// An action refused by the executor or the session: never executed (FR-ACT-006).
+    Rejected {
+        action: ActionId,
+        reason: String,
+    },
+    /// A failure attributed to a cause (FR-GND-008), with the evidence it rests on.
+    Failure {
+        #[serde(default)]
+        action: Option<ActionId>,
+        cause: FailureCause,
+        #[serde(default)]
+        evidence: String,
+    },
     /// A free-form note for the reader of the report.
     Note {
         text: String,
@@ -155,6 +179,10 @@ impl Record {
             Record::Research { .. } => "research",
             Record::LoopEvent { .. } => "loop_event",
             Record::Decision { .. } => "decision",
+            Record::SessionInput { .. } => "session_input",
+            Record::SessionEffects { .. } => "session_effects",
+            Record::Rejected { .. } => "rejected",
+            Record::Failure { .. } => "failure",
             Record::Note { .. } => "note",
             Record::SessionEnd { .. } => "session_end",
         }

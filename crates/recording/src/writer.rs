@@ -126,6 +126,24 @@ impl Recorder {
         Ok(())
     }
 
+    /// Record an input of the session core stepped at `t`; returns its `seq`.
+    pub fn session_input<I: Serialize>(&mut self, t: MonoTime, input: &I) -> Result<u64, RecordingError> {
+        let input = serde_json::to_value(input)?;
+        self.record(t, Record::SessionInput { now_us: t.0, input })
+    }
+
+    /// Record the effects the session core returned for input `input`.
+    pub fn session_effects<E: Serialize>(
+        &mut self,
+        t: MonoTime,
+        input: u64,
+        effects: &[E],
+    ) -> Result<(), RecordingError> {
+        let effects = serde_json::to_value(effects)?;
+        self.record(t, Record::SessionEffects { input, effects })?;
+        Ok(())
+    }
+
     /// Record an action handed to the executor.
     pub fn action(
         &mut self,

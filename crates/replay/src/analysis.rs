@@ -162,6 +162,11 @@ impl Analysis {
                         a.histogram.record(*c);
                     }
                 }
+                // Failures the session core attributes itself (no action: action choice over a streak);
+                // the loop logic's own are counted from its decisions.
+                Record::Failure {
+                    action: None, cause, ..
+                } => a.histogram.record(*cause),
                 Record::Timing {
                     cadence,
                     tick,

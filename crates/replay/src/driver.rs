@@ -1,11 +1,14 @@
-//! The replay driver: feeds a recording's loop events through a fresh `LoopState` with the recorded
-//! configuration, at the recorded times, and diffs the decisions against the recorded ones.
+//! The replay driver: feeds a recording's session inputs through a fresh `gamepilot_session::Session` with
+//! the recorded configuration, at the recorded times, and diffs every effect against the recorded ones
+//! (so every loop decision is replayed, not only the loop logic's). Recordings from before the session
+//! core (loop events only) replay through a fresh `LoopState` the same way.
 
 use crate::reader::Recording;
 use crate::ReplayError;
 use gamepilot_core::MonoTime;
 use gamepilot_planner::{Command, Event, LoopConfig, LoopState};
 use gamepilot_recording::Record;
+use gamepilot_session::{Effect, Input, Session, SessionConfig, SessionRecord};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -31,6 +34,8 @@ pub struct ReplayOutcome {
     pub divergences: Vec<Divergence>,
     /// The logic's state at the end of the replay.
     pub state: LoopState,
+    /// Session inputs replayed (0 for a recording from before the session core).
+    pub session_inputs: usize,
 }
 
 impl ReplayOutcome {
@@ -43,12 +48,97 @@ impl ReplayOutcome {
 pub fn recorded_config(rec: &Recording) -> Result<LoopConfig, ReplayError> {
     match rec.header().map(|h| &h.config) {
         None | Some(Value::Null) => Ok(LoopConfig::default()),
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| ReplayError::BadConfig(e.to_string())),
+        Some(v) => match v.get("session") {
+            Some(s) => Ok(session_config(s)?.loop_cfg),
+            None => serde_json::from_value(v.clone()).map_err(|e| ReplayError::BadConfig(e.to_string())),
+        },
     }
+}
+
+fn session_config(v: &Value) -> Result<SessionConfig, ReplayError> {
+    serde_json::from_value(v.clone()).map_err(|e| ReplayError::BadConfig(e.to_string()))
+}
+
+/// Replay a recording written by the session core: every `session_input` through `Session::step` at its
+/// recorded time, each input's effects diffed against its `session_effects`.
+fn replay_session(rec: &Recording, config: &Value) -> Result<ReplayOutcome, ReplayError> {
+    let cfg = session_config(config.get("session").unwrap_or(&Value::Null))?;
+    let start = MonoTime(config.get("start_us").and_then(Value::as_u64).unwrap_or(0));
+    let mut session = Session::new(cfg, start).map_err(|e| ReplayError::BadConfig(e.to_string()))?;
+    let mut recorded: BTreeMap<u64, Value> = BTreeMap::new();
+    for l in &rec.lines {
+        if let Record::SessionEffects { input, effects } = &l.record {
+            recorded.insert(*input, effects.clone());
+        }
+    }
+    let ended = rec
+        .lines
+        .iter()
+        .any(|l| matches!(l.record, Record::SessionEnd { .. }));
+    let mut out = ReplayOutcome {
+        inputs: 0,
+        recorded_decisions: 0,
+        decisions: Vec::new(),
+        divergences: Vec::new(),
+        state: session.loop_state().clone(),
+        session_inputs: 0,
+    };
+    for l in &rec.lines {
+        let Record::SessionInput { now_us, input } = &l.record else {
+            continue;
+        };
+        out.session_inputs += 1;
+        let parsed: Input = serde_json::from_value(input.clone()).map_err(|e| ReplayError::BadEvent {
+            seq: l.seq,
+            message: e.to_string(),
+        })?;
+        let effects = session.step(parsed, MonoTime(*now_us));
+        let replayed = serde_json::to_value(&effects).unwrap_or(Value::Null);
+        let want = recorded.remove(&l.seq);
+        // A session that did not end cleanly may have lost its last input's effects.
+        let cut_short = !ended && want.is_none();
+        for e in &effects {
+            if let Effect::Record(SessionRecord::LoopStep { commands, .. }) = e {
+                out.inputs += 1;
+                out.decisions
+                    .extend(commands.iter().cloned().map(|c| (l.seq, l.t_us, c)));
+            }
+        }
+        if want.as_ref() != Some(&replayed) && !cut_short {
+            let as_list = |v: Option<Value>| match v {
+                Some(Value::Array(a)) => a,
+                Some(other) => vec![other],
+                None => Vec::new(),
+            };
+            out.divergences.push(Divergence {
+                input: l.seq,
+                t_us: *now_us,
+                event: input.clone(),
+                recorded: as_list(want),
+                replayed: as_list(Some(replayed)),
+            });
+        }
+    }
+    out.recorded_decisions = rec
+        .lines
+        .iter()
+        .filter(|l| matches!(l.record, Record::Decision { .. }))
+        .count();
+    out.state = session.loop_state().clone();
+    Ok(out)
 }
 
 /// Replay `rec` and diff. Deterministic: the logic reads no clock, only the recorded times.
 pub fn replay(rec: &Recording) -> Result<ReplayOutcome, ReplayError> {
+    if let Some(config) = rec.header().map(|h| &h.config).filter(|c| c.get("session").is_some()) {
+        if rec
+            .lines
+            .iter()
+            .any(|l| matches!(l.record, Record::SessionInput { .. }))
+        {
+            return replay_session(rec, config);
+        }
+    }
     let cfg = recorded_config(rec)?;
     let mut recorded: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
     let mut recorded_count = 0;
@@ -116,5 +206,6 @@ pub fn replay(rec: &Recording) -> Result<ReplayOutcome, ReplayError> {
         decisions,
         divergences,
         state,
+        session_inputs: 0,
     })
 }

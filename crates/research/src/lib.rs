@@ -26,6 +26,7 @@ mod runner;
 mod synth;
 mod time;
 mod untrusted;
+pub mod wiring;
 
 pub use compact::{compact_excerpts, conclusions_from_notes, Compacted, Conclusion};
 pub use config::{ResearchConfig, ResearchLimits, SearchBackend};

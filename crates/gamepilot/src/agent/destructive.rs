@@ -13,73 +13,7 @@ use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-const PATTERNS: &[&str] = &[
-    "buy",
-    "sell",
-    "trade",
-    "spend",
-    "delete",
-    "confirm purchase",
-    "are you sure",
-    "account",
-    "password",
-    "purchase",
-];
-const CURRENCY: &[&str] = &["gold", "coins", "gems", "credits", "$", "€", "£"];
-
-/// Why an action looks destructive: the matched pattern and the text it matched in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DestructiveMatch {
-    pub pattern: String,
-    pub text: String,
-}
-
-fn currency_amount(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    let has_digit = lower.chars().any(|c| c.is_ascii_digit());
-    has_digit && CURRENCY.iter().any(|c| lower.contains(c))
-}
-
-/// Check the texts within `radius` px of the target (or anywhere when the target is unknown: a dialogue
-/// usually covers the screen centre) for confirmation-dialogue patterns.
-pub fn check(
-    texts: &[TextItem],
-    target: Option<Point>,
-    frame: Rect,
-    radius: i32,
-) -> Option<DestructiveMatch> {
-    let near = |b: &Rect| match target {
-        None => true,
-        Some(p) => {
-            let cx = p.x.clamp(b.x, b.x + b.w as i32);
-            let cy = p.y.clamp(b.y, b.y + b.h as i32);
-            let (dx, dy) = (cx - p.x, cy - p.y);
-            dx * dx + dy * dy <= radius * radius
-        }
-    };
-    let _ = frame;
-    for t in texts.iter().filter(|t| near(&t.bbox)) {
-        let lower = t.text.to_lowercase();
-        for p in PATTERNS {
-            let hit = lower
-                .split(|c: char| !c.is_alphanumeric() && c != ' ')
-                .any(|w| w.contains(p));
-            if hit {
-                return Some(DestructiveMatch {
-                    pattern: (*p).to_string(),
-                    text: t.text.clone(),
-                });
-            }
-        }
-        if currency_amount(&t.text) && lower.contains('?') {
-            return Some(DestructiveMatch {
-                pattern: "currency amount".into(),
-                text: t.text.clone(),
-            });
-        }
-    }
-    None
-}
+pub use gamepilot_session::destructive::{check, DestructiveMatch};
 
 /// How a hold may be answered.
 #[derive(Debug, Clone)]
@@ -341,62 +275,6 @@ impl Hold {
 mod tests {
     use super::*;
 
-    fn text(s: &str, x: i32, y: i32) -> TextItem {
-        TextItem {
-            text: s.into(),
-            bbox: Rect::new(x, y, 200, 30),
-            confidence: 0.9,
-        }
-    }
-
-    #[test]
-    fn spend_dialogue_is_detected_near_its_yes_button() {
-        // FR-SAFE-005
-        let texts = vec![
-            text("Spend 100 gold?", 500, 300),
-            text("Yes", 520, 380),
-            text("No", 700, 380),
-        ];
-        let m = check(
-            &texts,
-            Some(Point::new(540, 395)),
-            Rect::new(0, 0, 1280, 720),
-            160,
-        )
-        .unwrap();
-        assert_eq!(m.pattern, "spend");
-        assert!(m.text.contains("100 gold"));
-    }
-
-    #[test]
-    fn ordinary_screens_and_far_text_do_not_match() {
-        let texts = vec![
-            text("Play", 500, 300),
-            text("Options", 500, 360),
-            text("Coins 12", 20, 20),
-        ];
-        assert_eq!(
-            check(
-                &texts,
-                Some(Point::new(540, 310)),
-                Rect::new(0, 0, 1280, 720),
-                160
-            ),
-            None
-        );
-        let far = vec![text("Delete save", 1000, 650)];
-        assert_eq!(
-            check(&far, Some(Point::new(100, 100)), Rect::new(0, 0, 1280, 720), 160),
-            None
-        );
-    }
-
-    #[test]
-    fn a_currency_question_counts_without_a_keyword() {
-        let texts = vec![text("Pay 250 gems?", 400, 300)];
-        assert!(check(&texts, None, Rect::new(0, 0, 1280, 720), 160).is_some());
-    }
-
     /// Click at a capture-space point the way a person does (hover, then a held press) through the one
     /// input component and the transform chain.
     fn click(x: &gamepilot_x11::X11, win: u32, p: Point) {
@@ -440,7 +318,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(300));
         let (menu_texts, bounds) = observe_texts(&x, win);
         assert_eq!(
-            check(&menu_texts, Some(Point::new(640, 330)), bounds, 220),
+            check(&menu_texts, Some(Point::new(640, 330)), 220),
             None,
             "menu: {menu_texts:?}"
         );
@@ -450,7 +328,7 @@ mod tests {
             .expect("shop dialogue opens");
         std::thread::sleep(std::time::Duration::from_millis(200));
         let (texts, bounds) = observe_texts(&x, win);
-        let m = check(&texts, Some(Point::new(520, 436)), bounds, 220)
+        let m = check(&texts, Some(Point::new(520, 436)), 220)
             .unwrap_or_else(|| panic!("dialogue not detected in {texts:?}"));
         assert!(m.pattern == "spend" || m.pattern == "currency amount", "{m:?}");
         assert_eq!(arena.state().unwrap()["gold"], 250, "nothing was spent");
@@ -529,7 +407,7 @@ mod tests {
             .expect("shop dialogue opens");
         std::thread::sleep(Duration::from_millis(200));
         let (texts, bounds) = observe_texts(&x, arena.window.id);
-        let found = check(&texts, Some(Point::new(520, 436)), bounds, 220).expect("dialogue detected");
+        let found = check(&texts, Some(Point::new(520, 436)), 220).expect("dialogue detected");
         let opts = HoldOptions {
             display: Some(bed.display.clone()),
             window: arena.window.id,
@@ -613,36 +491,8 @@ mod tests {
     }
 
     #[test]
-    fn the_loop_tells_the_model_why_a_hold_was_rejected_and_proposes_an_allowed_one() {
-        // FR-SAFE-005: the rejection reason is what the model reads in its history; an allowed action goes
-        // on to the loop logic like any other.
-        use super::super::{release_held, HeldAction};
-        use gamepilot_core::action::{Action, MouseButton};
-        use gamepilot_core::MonoTime;
-        let dir = tempfile::tempdir().unwrap();
-        let mut rec = gamepilot_recording::Recorder::create(
-            &dir.path().join("s"),
-            gamepilot_recording::SessionStart {
-                schema_version: gamepilot_recording::format::SCHEMA_VERSION,
-                tool: "test".into(),
-                goal: "g".into(),
-                window: "w".into(),
-                started_unix_ms: 0,
-                config: serde_json::Value::Null,
-            },
-        )
-        .unwrap();
-        let tools = super::super::tools().unwrap();
-        let mut context = gamepilot_context::Context::new(
-            gamepilot_context::ContextConfig::default(),
-            &tools,
-            "g",
-            MonoTime::ZERO,
-        )
-        .unwrap();
-        let mut state = gamepilot_planner::LoopState::new(gamepilot_planner::LoopConfig::default());
-        let (mut pending, mut next, mut queue, mut rejected) =
-            (std::collections::HashMap::new(), 1u64, Vec::new(), 0u64);
+    fn the_session_tells_the_model_why_a_hold_was_rejected() {
+        // FR-SAFE-005: the hold's own reason (an unattended run, nobody to ask) is what the model reads
         let opts = HoldOptions {
             display: None,
             window: 0,
@@ -653,66 +503,11 @@ mod tests {
             pattern: "spend".into(),
             text: "Spend 100 gold?".into(),
         };
-        let held = |hold: Hold| HeldAction {
-            hold,
-            action: Action::Click {
-                x: 520,
-                y: 436,
-                button: MouseButton::Left,
-            },
-            mark: None,
-            path: Some(gamepilot_grounding::GroundingPath::Coordinate),
-            target: None,
-            reflex_paused: true,
-        };
         let label = r#"{"action":"click","x":520,"y":436,"button":"left"}"#;
-        let mut hold = Hold::start(&opts, label, found.clone());
+        let mut hold = Hold::start(&opts, label, found);
         let out = hold.poll().unwrap();
         let why = hold.reason(&out);
-        release_held(
-            1500,
-            held(hold),
-            out,
-            &mut rec,
-            &mut context,
-            &mut state,
-            &mut pending,
-            &mut next,
-            &mut queue,
-            &mut rejected,
-        )
-        .unwrap();
-        assert_eq!(rejected, 1);
-        assert!(pending.is_empty() && queue.is_empty(), "nothing proposed");
-        let last = context.history().last().unwrap();
-        assert_eq!(last.outcome, why, "the model is told the reason");
-        assert!(last.outcome.contains("Spend 100 gold?"), "{}", last.outcome);
-
-        let allowed = Outcome {
-            decision: Decision::AllowedOnOverlay,
-            waited: Duration::from_millis(900),
-        };
-        let hold = Hold::start(&opts, label, found);
-        release_held(
-            1500,
-            held(hold),
-            allowed,
-            &mut rec,
-            &mut context,
-            &mut state,
-            &mut pending,
-            &mut next,
-            &mut queue,
-            &mut rejected,
-        )
-        .unwrap();
-        assert_eq!(rejected, 1, "not rejected again");
-        assert_eq!(pending.len(), 1, "proposed to the loop logic");
-        assert_eq!(next, 2);
-        assert!(!queue.is_empty(), "the loop logic decided on it");
-        drop(rec);
-        let log = std::fs::read_to_string(dir.path().join("s").join("events.jsonl")).unwrap();
-        assert!(log.contains("allowed by the user on the overlay"), "{log}");
-        assert!(log.contains("action_proposed"), "{log}");
+        assert!(!out.decision.allowed());
+        assert!(why.contains("Spend 100 gold?"), "{why}");
     }
 }

@@ -6,47 +6,32 @@
 use super::refine;
 use crate::cmd::common::now;
 use gamepilot_context::{
-    localise_schema, parse_localise, tactical_schema, Cadence, Context, ImagePart, ObservationText,
-    SchemaLimits, TacticalReply, ToolSet,
+    localise_schema, parse_localise, tactical_schema, Cadence, ImagePart, ObservationText, SchemaLimits,
+    TacticalReply, ToolSet,
 };
 use gamepilot_core::{ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
-use gamepilot_model::{CancelToken, ChatRequest, HostClient};
+use gamepilot_model::{CancelToken, ChatRequest, HostClient, ModelError};
+use gamepilot_session::{
+    observation_for_model, FailureKind, ModelReply, TacticalFailure, TacticalJob, TacticalOutcome,
+};
 use gamepilot_vision::{MarkRenderer, Observation, Ocr, Perceiver, Thumb};
 use gamepilot_x11::{WindowCapturer, X11};
 use std::sync::mpsc::{Receiver, Sender};
 
-/// One tactical tick's request from the loop thread.
+/// One tactical tick's request from the loop thread: the session's job.
 pub struct TacticalRequest {
-    pub tick: u64,
-    /// A copy of the session context (blocks 1–7) as of now.
-    pub context: Context,
-    /// Marks that grounding suppressed this tick (refuted recently, FR-GND-007).
-    pub excluded_marks: Vec<ElementId>,
-    pub with_image: bool,
-    pub visual_pixels: u64,
-    /// The tools this tick offers: the grounding path chosen for the scene (FR-GND-004) narrows them.
-    pub tools: Option<ToolSet>,
-    /// Ground in two stages: localise over the downscaled frame, then act on the crop (FR-GND-005).
-    pub two_stage: bool,
+    pub job: TacticalJob,
 }
 
-/// What a tactical tick produced.
+/// What a tactical tick produced: the session's typed outcome, and what the recording keeps of it.
 pub struct TacticalResult {
-    pub tick: u64,
-    pub observation: Observation,
-    pub observation_text: String,
-    /// The frame the tick observed and its marked version (for the recording).
-    pub frame: Frame,
+    pub outcome: TacticalOutcome,
+    /// The frame the tick observed and its marked version (for the recording); `None` when capture failed.
+    pub frame: Option<Frame>,
     pub marked: Option<image::RgbaImage>,
     pub prompt_json: serde_json::Value,
     pub prefix_bytes: u64,
     pub schema: serde_json::Value,
-    pub reply: Result<(TacticalReply, String), String>,
-    pub latency_ms: f64,
-    pub tokens_in: u64,
-    pub tokens_out: u64,
-    pub cached_tokens: u64,
-    pub started: MonoTime,
     /// Present when the tick grounded in two stages (FR-GND-005).
     pub refinement: Option<Refinement>,
 }
@@ -56,9 +41,38 @@ pub struct TacticalSetup {
     pub window: u32,
     pub client: HostClient,
     pub model_name: String,
-    pub tools: ToolSet,
     pub limits: SchemaLimits,
     pub max_tokens: u32,
+}
+
+/// The session's failure kind for a model error: a host that refuses the prompt as larger than its
+/// context is told apart from every other failure, so the session shrinks the prompt (FR-CTX-004).
+pub fn failure_of(e: &ModelError, latency_ms: f64) -> TacticalFailure {
+    let kind = match e {
+        ModelError::Http { status, body, .. }
+            if (*status == 400 || *status == 413)
+                && (body.contains("context") || body.contains("exceed") || body.contains("too long")) =>
+        {
+            FailureKind::ContextOverflow
+        }
+        ModelError::SchemaBroken { .. } => FailureKind::SchemaBroken,
+        ModelError::Timeout { .. } => FailureKind::Timeout,
+        ModelError::Cancelled => FailureKind::Cancelled,
+        _ => FailureKind::Host,
+    };
+    TacticalFailure {
+        kind,
+        message: e.to_string(),
+        latency_ms,
+    }
+}
+
+fn other_failure(kind: FailureKind, message: String) -> TacticalFailure {
+    TacticalFailure {
+        kind,
+        message,
+        latency_ms: 0.0,
+    }
 }
 
 fn mark_font() -> Option<MarkRenderer> {
@@ -81,12 +95,27 @@ pub fn run(
     let mut ocr = gamepilot_ocr::TesseractOcr::new().ok();
     let marks = mark_font();
     let a11y = AccessibilityFeed::start(setup.window);
-    while let Ok(req) = rx.recv() {
+    while let Ok(TacticalRequest { job: req }) = rx.recv() {
         if cancel.is_cancelled() {
             break;
         }
         let started = now();
-        let frame = capturer.capture(&x, started)?;
+        // A capture error is this tick's failure, never the thread's end: the session hears of it and the
+        // next tick captures again.
+        let frame = match capturer.capture(&x, started) {
+            Ok(f) => f,
+            Err(e) => {
+                let failed = capture_failed(req.tick, started, &e.to_string());
+                if tx.send(failed).is_err() {
+                    break;
+                }
+                capturer = match WindowCapturer::new(&x, setup.window) {
+                    Ok(c) => c,
+                    Err(_) => continue,
+                };
+                continue;
+            }
+        };
         let view = frame.view();
         let class = perceiver.classify_thumb(Thumb::from_view(&view, 160)).class;
         let texts = match ocr.as_mut() {
@@ -105,8 +134,9 @@ pub fn run(
             .map(|e| e.id)
             .filter(|id| !req.excluded_marks.contains(id))
             .collect();
-        let observation_text = observation.to_text();
-        let tools = req.tools.as_ref().unwrap_or(&setup.tools);
+        let observation_text =
+            observation_for_model(&observation.to_text(), req.health, req.observation_max_bytes);
+        let tools = &ToolSet::new(&req.tools)?;
         let call = |text: String, image: Option<ImagePart>, schema: &serde_json::Value| -> ModelCall {
             let prompt = req
                 .context
@@ -120,10 +150,7 @@ pub fn run(
             ModelCall {
                 prompt_json: chat.body(),
                 prefix_bytes,
-                reply: setup
-                    .client
-                    .chat_structured(&chat, schema, &cancel)
-                    .map_err(|e| e.to_string()),
+                reply: setup.client.chat_structured(&chat, schema, &cancel),
             }
         };
         let image_of = |src: Option<&image::RgbaImage>, fallback: &FrameView<'_>, pixels: u64| {
@@ -132,13 +159,14 @@ pub fn run(
             gamepilot_model::budget::encode_for_budget(&v, pixels).ok()
         };
         let mut refinement = None;
-        let outcome: Result<(serde_json::Value, ModelCall), String> = if req.two_stage {
+        let outcome: Result<(serde_json::Value, ModelCall), TacticalFailure> = if req.two_stage {
             // FR-GND-005: the cheap pass localises over the whole frame downscaled (a quarter of the
             // visual budget), the expensive pass acts on the magnified crop around its point.
             let cheap = refine::cheap_size(view.size());
             let cheap_obs = refine::cheap_observation(&observation, cheap);
             (|| {
-                let loc_schema = localise_schema(cheap).map_err(|e| e.to_string())?;
+                let loc_schema =
+                    localise_schema(cheap).map_err(|e| other_failure(FailureKind::Host, e.to_string()))?;
                 let image = req
                     .with_image
                     .then(|| image_of(marked.as_ref(), &view, req.visual_pixels / 4))
@@ -146,10 +174,16 @@ pub fn run(
                 let first = call(refine::cheap_prompt_text(&cheap_obs), image, &loc_schema);
                 let (point, first_text) = match &first.reply {
                     Ok(r) => (
-                        parse_localise(&r.value, &loc_schema).map_err(|e| format!("localise pass: {e}"))?,
+                        parse_localise(&r.value, &loc_schema).map_err(|e| {
+                            other_failure(FailureKind::SchemaBroken, format!("localise pass: {e}"))
+                        })?,
                         r.reply.content.clone(),
                     ),
-                    Err(e) => return Err(format!("localise pass: {e}")),
+                    Err(e) => {
+                        let mut f = failure_of(e, 0.0);
+                        f.message = format!("localise pass: {}", f.message);
+                        return Err(f);
+                    }
                 };
                 let excluded: Vec<Rect> = req
                     .excluded_marks
@@ -169,10 +203,11 @@ pub fn run(
                     ocr.as_mut(),
                     &excluded,
                     started,
-                )?;
+                )
+                .map_err(|e| other_failure(FailureKind::Perception, e))?;
                 let crop_marks: Vec<ElementId> = cv.in_crop.elements.iter().map(|e| e.id).collect();
                 let schema = tactical_schema(tools, &crop_marks, cv.size(), &setup.limits)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| other_failure(FailureKind::Host, e.to_string()))?;
                 let crop_marked = marks
                     .as_ref()
                     .map(|m| m.render(&cv.frame.view(), &cv.in_crop.elements).0);
@@ -202,7 +237,7 @@ pub fn run(
                 Size::new(frame.width, frame.height),
                 &setup.limits,
             )
-            .map_err(|e| e.to_string())
+            .map_err(|e| other_failure(FailureKind::Host, e.to_string()))
             .map(|schema| {
                 let image = req
                     .with_image
@@ -212,59 +247,69 @@ pub fn run(
                 (schema, c)
             })
         };
-        let mut out = TacticalResult {
-            tick: req.tick,
-            observation,
-            observation_text,
-            frame,
+        let mut result = TacticalResult {
+            outcome: TacticalOutcome {
+                tick: req.tick,
+                started,
+                observation,
+                observation_text,
+                crop: None,
+                reply: Err(other_failure(FailureKind::Host, String::new())),
+            },
+            frame: Some(frame),
             marked,
             prompt_json: serde_json::Value::Null,
             prefix_bytes: 0,
             schema: serde_json::Value::Null,
-            reply: Err(String::new()),
-            latency_ms: 0.0,
-            tokens_in: 0,
-            tokens_out: 0,
-            cached_tokens: 0,
-            started,
             refinement: None,
         };
-        match outcome {
-            Err(e) => out.reply = Err(e),
+        let localise = refinement
+            .as_ref()
+            .and_then(|rf| rf.localise_timings.as_ref())
+            .map(|t| {
+                (
+                    t.wall_ms,
+                    t.prompt_tokens.unwrap_or(0),
+                    t.completion_tokens.unwrap_or(0),
+                    t.cached_tokens.unwrap_or(0),
+                )
+            })
+            .unwrap_or_default();
+        result.outcome.reply = match outcome {
+            Err(e) => Err(e),
             Ok((schema, c)) => {
-                out.prompt_json = c.prompt_json;
-                out.prefix_bytes = c.prefix_bytes;
-                match c.reply {
-                    Err(e) => out.reply = Err(e),
+                result.prompt_json = c.prompt_json;
+                result.prefix_bytes = c.prefix_bytes;
+                let reply = match c.reply {
+                    Err(e) => Err(failure_of(&e, localise.0)),
                     Ok(r) => {
                         let t = &r.reply.timings;
-                        out.latency_ms = t.wall_ms;
-                        out.tokens_in = t.prompt_tokens.unwrap_or(0);
-                        out.tokens_out = t.completion_tokens.unwrap_or(0);
-                        out.cached_tokens = t.cached_tokens.unwrap_or(0);
-                        let parsed = TacticalReply::parse(&r.value, &schema).map_err(|e| e.to_string());
-                        out.reply = match (&refinement, parsed) {
+                        let parsed = TacticalReply::parse(&r.value, &schema)
+                            .map_err(|e| other_failure(FailureKind::SchemaBroken, e.to_string()));
+                        let parsed = match (&refinement, parsed) {
                             (Some(rf), Ok(p)) => rf
                                 .crop_view
                                 .reply_to_capture(p)
-                                .map(|p| (p, r.reply.content.clone())),
-                            (_, p) => p.map(|p| (p, r.reply.content.clone())),
+                                .map_err(|e| other_failure(FailureKind::SchemaBroken, e)),
+                            (_, p) => p,
                         };
+                        parsed.map(|reply| ModelReply {
+                            reply,
+                            text: r.reply.content.clone(),
+                            latency_ms: t.wall_ms + localise.0,
+                            tokens_in: t.prompt_tokens.unwrap_or(0) + localise.1,
+                            tokens_out: t.completion_tokens.unwrap_or(0) + localise.2,
+                            cached_tokens: t.cached_tokens.unwrap_or(0) + localise.3,
+                        })
                     }
-                }
-                out.schema = schema;
+                };
+                result.schema = schema;
+                reply
             }
-        }
-        if let Some(rf) = &refinement {
-            if let Some(t) = &rf.localise_timings {
-                out.latency_ms += t.wall_ms;
-                out.tokens_in += t.prompt_tokens.unwrap_or(0);
-                out.tokens_out += t.completion_tokens.unwrap_or(0);
-                out.cached_tokens += t.cached_tokens.unwrap_or(0);
-            }
-        }
-        out.refinement = refinement;
-        if tx.send(out).is_err() {
+        };
+        result.outcome.crop = refinement.as_ref().map(|rf| rf.crop_view.in_capture.clone());
+        result.refinement = refinement;
+        if tx.send(result).is_err() {
             break;
         }
     }
@@ -327,7 +372,7 @@ impl AccessibilityFeed {
 struct ModelCall {
     prompt_json: serde_json::Value,
     prefix_bytes: u64,
-    reply: Result<gamepilot_model::StructuredReply, String>,
+    reply: Result<gamepilot_model::StructuredReply, ModelError>,
 }
 
 /// The cheap pass and the crop of a two-stage tick (FR-GND-005), for grounding and the recording.
@@ -345,4 +390,84 @@ pub struct Refinement {
     pub marked_crop: Option<image::RgbaImage>,
     /// The crop's observation; `crop_view.in_capture` resolves the expensive pass's marks.
     pub crop_view: refine::CropView,
+}
+
+/// A tick whose capture failed: an empty observation that says so, and a perception failure.
+fn capture_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult {
+    let observation = Observation {
+        at: started,
+        frame_size: Size::new(0, 0),
+        class: gamepilot_vision::FrameClass::Unchanged,
+        texts: Vec::new(),
+        elements: Vec::new(),
+    };
+    TacticalResult {
+        outcome: TacticalOutcome {
+            tick,
+            started,
+            observation,
+            observation_text: format!("(capture failed: {detail})"),
+            crop: None,
+            reply: Err(other_failure(FailureKind::Perception, format!("capture failed: {detail}"))),
+        },
+        frame: None,
+        marked: None,
+        prompt_json: serde_json::Value::Null,
+        prefix_bytes: 0,
+        schema: serde_json::Value::Null,
+        refinement: None,
+    }
+}
+
+/// Record a two-stage tick's cheap pass and crop (FR-GND-005): the localising prompt and reply under the
+/// cadence `tactical_localise`, and the marked crop as a marked frame.
+pub fn record_refinement(
+    rec: &mut gamepilot_recording::Recorder,
+    t: MonoTime,
+    tick: u64,
+    rf: &Refinement,
+) -> anyhow::Result<()> {
+    use gamepilot_recording::Record;
+    if let Some(m) = rf.marked_crop.as_ref() {
+        if let Some(mf) = Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), t) {
+            rec.frame(t, &mf.view(), true, "crop")?;
+        }
+    }
+    rec.record(
+        t,
+        Record::Prompt {
+            cadence: "tactical_localise".into(),
+            call: tick,
+            prefix_bytes: 0,
+            messages: serde_json::json!({
+                "request": rf.localise_prompt_json,
+                "schema": rf.localise_schema,
+                "cheap_size": rf.cheap_size,
+                "crop": rf.crop,
+                "expensive_size": rf.expensive_size,
+                "crop_marks": rf.crop_view.in_capture.elements,
+            }),
+        },
+    )?;
+    let timings = rf.localise_timings.as_ref();
+    rec.record(
+        t,
+        Record::Reply {
+            cadence: "tactical_localise".into(),
+            call: tick,
+            latency_ms: timings.map(|t| t.wall_ms).unwrap_or(0.0),
+            tokens_in: timings.and_then(|t| t.prompt_tokens).unwrap_or(0),
+            tokens_out: timings.and_then(|t| t.completion_tokens).unwrap_or(0),
+            text: format!(
+                "{} -> point [{}, {}] of {}x{}, crop {:?}",
+                rf.localise_reply,
+                rf.cheap_point.x,
+                rf.cheap_point.y,
+                rf.cheap_size.w,
+                rf.cheap_size.h,
+                rf.crop
+            ),
+        },
+    )?;
+    Ok(())
 }

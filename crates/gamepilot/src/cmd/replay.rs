@@ -33,6 +33,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .collect();
     if args.json {
         let v = serde_json::json!({
+            "session_inputs": out.session_inputs,
             "inputs": out.inputs,
             "recorded_decisions": out.recorded_decisions,
             "replayed_decisions": out.decisions.len(),
@@ -44,8 +45,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!(
-            "{}: {} loop inputs, {} recorded decisions, {} replayed",
+            "{}: {} session inputs, {} loop inputs, {} recorded decisions, {} replayed",
             args.dir.display(),
+            out.session_inputs,
             out.inputs,
             out.recorded_decisions,
             out.decisions.len()

@@ -1,0 +1,228 @@
+//! `gamepilot run` through the session core under Xvfb, against the testbed's scripted OpenAI-compatible
+//! host: an executor rejection reaches the model's next prompt with its reason, a click on a mark is
+//! executed and verified on the real practice game, a host that keeps refusing the prompt size stops the
+//! session with a named reason, and `gamepilot replay` reproduces every effect.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
+use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use practice_arena::game::{layout, Screen, Toggles};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+fn gamepilot() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+}
+
+fn sensors_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors")
+}
+
+fn events(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// The marks of the current observation in a tactical prompt: `[N] kind at [x, y, w, h]`.
+fn marks(prompt: &str) -> Vec<(u64, [i64; 4])> {
+    let obs = prompt.rsplit("Current observation").next().unwrap_or(prompt);
+    let mut out = Vec::new();
+    for line in obs.lines() {
+        let Some(rest) = line.strip_prefix('[') else {
+            continue;
+        };
+        let Some((id, rest)) = rest.split_once(']') else {
+            continue;
+        };
+        let Some((_, nums)) = rest.split_once(" at [") else {
+            continue;
+        };
+        let Some((nums, _)) = nums.split_once(']') else {
+            continue;
+        };
+        let v: Vec<i64> = nums.split(',').filter_map(|n| n.trim().parse().ok()).collect();
+        if let (Ok(id), [x, y, w, h]) = (id.parse(), v.as_slice()) {
+            out.push((id, [*x, *y, *w, *h]));
+        }
+    }
+    out
+}
+
+fn plan_reply(req: &ChatRequest) -> Reply {
+    let offered: Vec<String> = req
+        .schema()
+        .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let pick = |want: &str| {
+        offered
+            .iter()
+            .find(|p| p.as_str() == want)
+            .or(offered.first())
+            .cloned()
+            .unwrap_or_default()
+    };
+    Reply::json(&json!({"subgoals": [
+        {"description": "start the game", "postcondition": pick("in_play"), "max_actions": 10, "max_time_s": 120},
+        {"description": "collect a coin", "postcondition": pick("coins >= 1"), "max_actions": 10, "max_time_s": 120}
+    ]}))
+}
+
+fn run_args(bed: &TestBed, arena: &Arena, host: &ScriptedHost, rec: &Path) -> Command {
+    let mut c = gamepilot();
+    c.args(["run", "--display", &bed.display])
+        .args(["--window", &format!("0x{:x}", arena.window.id)])
+        .args(["--goal", "Click Play, then collect a coin.", "--goal-check", "coins >= 1"])
+        .arg("--sensors")
+        .arg(sensors_file())
+        .args(["--model-endpoint", &host.base_url()])
+        .args(["--max-actions", "6", "--session-budget-s", "90"])
+        .args(["--unattended", "--tactical-interval-ms", "100", "--grounding", "mark"])
+        .arg("--record")
+        .arg(rec);
+    c
+}
+
+fn replays(rec: &Path) -> String {
+    let out = gamepilot().arg("replay").arg(rec).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "replay reproduces every effect:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn a_denied_chord_reaches_the_next_prompt_then_a_marked_click_is_executed_verified_and_replayed() {
+    // FR-ACT-006, FR-GND-001, FR-GND-006, INV-GND-001, INV-SAFE-002, INV-CTX-002
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    let g = arena.window.geometry;
+    let play = layout(Screen::Menu, g.w as i32, g.h as i32, &Toggles::default())
+        .into_iter()
+        .find(|b| b.label == "Play")
+        .unwrap()
+        .rect;
+    let tactical = Arc::new(AtomicU32::new(0));
+    let calls = tactical.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return plan_reply(req);
+        }
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        if n == 0 {
+            return Reply::json(&json!({"action": "key", "key": "alt+F4"}));
+        }
+        let prompt = req.prompt_text();
+        let on_play = marks(&prompt).into_iter().find(|(_, [x, y, w, h])| {
+            let (cx, cy) = (x + w / 2, y + h / 2);
+            play.contains(cx as i32, cy as i32)
+        });
+        match on_play {
+            Some((mark, _)) => Reply::json(&json!({"action": "click_mark", "mark": mark})),
+            None => Reply::json(&json!({"action": "wait", "duration_ms": 300})),
+        }
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let out = run_args(&bed, &arena, &host, &rec).output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(4)),
+        "run ends on its goal or a budget:\n{}",
+        show(&out)
+    );
+    // The second tactical prompt carries the executor's reason for refusing the first action.
+    let chats: Vec<ChatRequest> = host
+        .chat_requests()
+        .into_iter()
+        .filter(|r| !r.system_text().contains("deliberative planner"))
+        .collect();
+    assert!(chats.len() >= 2, "two tactical calls at least: {}", show(&out));
+    let second = chats[1].prompt_text();
+    assert!(
+        second.contains("rejected by the executor") && second.contains("denied"),
+        "the denial's reason is in the model's history:\n{second}"
+    );
+    // The click on the Play mark left the menu: the game's own state says so.
+    let state = arena
+        .wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "play")
+        .unwrap_or_else(|_| panic!("the game left the menu:\n{}", show(&out)));
+    assert_eq!(state["held_keys"].as_array().map(|a| a.len()), Some(0), "{state}");
+    let x = bed.x11().unwrap();
+    assert!(x.server_held().unwrap().is_empty(), "nothing held on the server");
+    // The recording: the chord rejected (never an action), the click executed and confirmed.
+    let ev = events(&rec);
+    assert!(
+        ev.iter()
+            .any(|e| e["kind"] == "rejected" && e["reason"].as_str().unwrap_or("").contains("denied")),
+        "the rejection is recorded as rejected"
+    );
+    let clicks: Vec<u64> = ev
+        .iter()
+        .filter(|e| e["kind"] == "action" && e["payload"]["action"] == "click")
+        .filter_map(|e| e["action"].as_u64())
+        .collect();
+    assert!(!clicks.is_empty(), "the click was executed");
+    assert!(
+        ev.iter().any(|e| e["kind"] == "verdict"
+            && e["verdict"] == "confirmed"
+            && e["action"].as_u64() == Some(clicks[0])),
+        "the click was verified as confirmed"
+    );
+    assert!(!ev
+        .iter()
+        .any(|e| e["kind"] == "action" && e["payload"]["key"] == "alt+F4"));
+    assert!(ev.iter().any(|e| e["kind"] == "session_input"));
+    let summary = replays(&rec);
+    assert!(summary.contains("session inputs"), "{summary}");
+}
+
+#[test]
+fn a_host_that_keeps_refusing_the_prompt_size_stops_the_run_with_a_named_reason() {
+    // FR-CTX-004: compaction first, then a named stop — never an idle loop until the budget
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    // The host takes the plan, then refuses every tactical prompt as larger than its context.
+    let host = ScriptedHost::start(HostConfig::new(), |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return plan_reply(req);
+        }
+        Reply::context_exceeded(req.prompt_tokens.max(9000), 8192)
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let started = std::time::Instant::now();
+    let out = run_args(&bed, &arena, &host, &rec).output().unwrap();
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(text.contains("PromptTooLarge"), "the stop names the reason:\n{text}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(80),
+        "stopped long before its 90 s budget"
+    );
+    let ev = events(&rec);
+    assert!(
+        ev.iter().any(|e| e["kind"] == "compaction"),
+        "the prompt was compacted before giving up"
+    );
+    assert_eq!(ev.last().map(|e| e["kind"].clone()), Some(json!("session_end")));
+    replays(&rec);
+}

@@ -1,0 +1,206 @@
+//! What a session decides: typed effects for the wiring to carry out (reflex commands, cadence jobs,
+//! recording records, the stop). Serialisable for the recording; a job's context copy is represented by
+//! the fingerprint of the prompt it renders, so a replay diffs it without storing it.
+
+use gamepilot_context::{CompactionEvent, Context, Tool};
+use gamepilot_core::action::{Action, Intention};
+use gamepilot_core::{ElementId, Rect, SubgoalId};
+use gamepilot_grounding::{ActionId, FailureCause, GroundingPath, Target, Verdict};
+use gamepilot_planner::{Command, Event, StopReason, Trigger};
+use crate::input::FrameHealth;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One thing for the wiring to do.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    Reflex(ReflexCommand),
+    StartTactical(TacticalJob),
+    StartDeliberation(DeliberationJob),
+    StartResearch(ResearchJob),
+    /// Show the destructive-action hold to the user (overlay, terminal) and report the answer as
+    /// [`crate::Input::Confirmation`] (FR-SAFE-005).
+    AskConfirmation(ConfirmationJob),
+    /// Write a record to the session recording (INV-CTX-002: written, never read back by the agent).
+    Record(SessionRecord),
+    /// The session is over: release everything, end the cadences, write the summary.
+    Stop(SessionStop),
+}
+
+/// Commands to the reflex thread.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum ReflexCommand {
+    /// Hand an intention to the executor; `generation` is the transform chain it was grounded in.
+    Submit {
+        action: u64,
+        intention: Intention,
+        generation: u64,
+    },
+    /// Watch the region (capture space) or the whole frame for change after the action.
+    Watch {
+        action: u64,
+        region: Option<Rect>,
+        settle_ms: u64,
+    },
+    /// Release what a subgoal owns (ADR-0035 ownership).
+    CancelOwner { subgoal: SubgoalId },
+    /// The active subgoal and the index of its postcondition among the session's postconditions.
+    Subgoal { active: Option<(SubgoalId, usize)> },
+    /// Pause the executor (everything released, nothing delivered) while an action awaits the user.
+    Pause { paused: bool },
+}
+
+/// A tactical tick to run.
+#[derive(Clone, Serialize)]
+pub struct TacticalJob {
+    pub tick: u64,
+    /// The session context (blocks 1–7) as of now; the tick adds its observation and image.
+    #[serde(skip)]
+    pub context: Box<Context>,
+    /// A hash of the tactical prompt this context renders over an empty observation (for replay).
+    pub context_fingerprint: u64,
+    /// Marks grounding suppressed this tick (FR-GND-007).
+    pub excluded_marks: Vec<ElementId>,
+    /// The tools this tick offers (the grounding path narrows them, FR-GND-004).
+    pub tools: Vec<Tool>,
+    pub path: Option<GroundingPath>,
+    /// Ground in two stages (FR-GND-005).
+    pub two_stage: bool,
+    pub with_image: bool,
+    pub visual_pixels: u64,
+    /// The observation text is cut to this many bytes before it enters the prompt.
+    pub observation_max_bytes: usize,
+    /// The transform-chain generation when the tick started; its actions are grounded in it.
+    pub generation: u64,
+    /// The frame's health when the tick started (FR-PERC-009): a black, frozen or occluded frame is
+    /// named in the observation the model reads.
+    pub health: FrameHealth,
+}
+
+impl fmt::Debug for TacticalJob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TacticalJob")
+            .field("tick", &self.tick)
+            .field("context_fingerprint", &self.context_fingerprint)
+            .field("excluded_marks", &self.excluded_marks)
+            .field("tools", &self.tools)
+            .field("two_stage", &self.two_stage)
+            .finish()
+    }
+}
+
+/// A deliberative pass to run.
+#[derive(Clone, Serialize)]
+pub struct DeliberationJob {
+    pub pass: u64,
+    pub trigger: Trigger,
+    #[serde(skip)]
+    pub context: Box<Context>,
+    pub context_fingerprint: u64,
+    /// The latest observation text.
+    pub observation: String,
+    /// The first subgoal id this pass may use (ids are never reused in a session).
+    pub first_id: u32,
+}
+
+impl fmt::Debug for DeliberationJob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeliberationJob")
+            .field("pass", &self.pass)
+            .field("trigger", &self.trigger)
+            .field("context_fingerprint", &self.context_fingerprint)
+            .field("first_id", &self.first_id)
+            .finish()
+    }
+}
+
+/// A research to run (the ladder's research rung).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResearchJob {
+    pub goal: String,
+    pub inferences: Vec<String>,
+    /// The latest observation text (the research crate keeps screen text out of queries).
+    pub screen: String,
+}
+
+/// A destructive-action hold to put to the user.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfirmationJob {
+    pub hold: u64,
+    /// The action in JSON.
+    pub label: String,
+    pub pattern: String,
+    pub text: String,
+}
+
+/// A record for the session recording.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum SessionRecord {
+    /// One step of the loop logic: its input and its decisions (`loop_event` + `decision` records).
+    LoopStep { event: Event, commands: Vec<Command> },
+    /// An action handed to the executor.
+    Action {
+        action: ActionId,
+        subgoal: SubgoalId,
+        payload: Action,
+        target: Option<Target>,
+        path: Option<GroundingPath>,
+    },
+    /// An action the executor or the session refused: recorded as rejected, never as executed.
+    Rejected { action: ActionId, reason: String },
+    Verdict {
+        action: ActionId,
+        verdict: Verdict,
+        cause: Option<FailureCause>,
+    },
+    /// A failure attributed without a verdict (plan, action choice) or to an action after its verdict.
+    Failure {
+        action: Option<ActionId>,
+        cause: FailureCause,
+        evidence: String,
+    },
+    Interlock { interlock: String, detail: String },
+    Compaction(CompactionEvent),
+    /// One reflex report's timing (the reflex keeps ticking during deliberation, NFR-LOOP-001).
+    ReflexTiming {
+        tick: u64,
+        late_us: u64,
+        ticks_since: u64,
+        held: u32,
+    },
+    Note { text: String },
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "stop", rename_all = "snake_case")]
+pub enum SessionStop {
+    /// The loop logic stopped (goal met, budgets, no progress, window closed, user stop).
+    Loop {
+        reason: StopReason,
+        /// The interlock behind a user stop, in words.
+        #[serde(default)]
+        by: Option<String>,
+    },
+    /// The host kept refusing the prompt as too large even after compaction (FR-CTX-004).
+    PromptTooLarge { detail: String },
+    /// Capture failed past its retry bound (FR-PERC-009).
+    CaptureFailed { detail: String },
+    /// A signal or a dead worker.
+    External { detail: String },
+}
+
+impl fmt::Display for SessionStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionStop::Loop { reason, by: Some(by) } => write!(f, "{reason:?} ({by})"),
+            SessionStop::Loop { reason, by: None } => write!(f, "{reason:?}"),
+            SessionStop::PromptTooLarge { detail } => write!(f, "PromptTooLarge ({detail})"),
+            SessionStop::CaptureFailed { detail } => write!(f, "CaptureFailed ({detail})"),
+            SessionStop::External { detail } => write!(f, "Stopped ({detail})"),
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! What a session reacts to: one typed input per report of a cadence (reflex, tactical, deliberative,
+//! research), the user's confirmation answers and stop requests. Serialisable, so a recording holds every
+//! input and `gamepilot replay` feeds them back to [`crate::Session::step`].
+
+use gamepilot_context::TacticalReply;
+use gamepilot_core::MonoTime;
+use gamepilot_planner::{FrameChange, PlanSpec, SubgoalCheck};
+use gamepilot_vision::Observation;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Everything [`crate::Session::step`] accepts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "snake_case")]
+pub enum Input {
+    /// The session begins (the goal is in the configuration).
+    Start,
+    /// One reflex report (the reflex ticks at its full rate; the wiring feeds ~10 Hz, see
+    /// [`crate::ReflexFeed`]).
+    Reflex(ReflexReport),
+    /// The executor refused an action at submission (FR-ACT-006): denied key, rate, max hold, stale
+    /// grounding …
+    ActionRejected { action: u64, rejection: Rejection },
+    /// The executor stopped stepping an accepted action.
+    ActionEnded { action: u64, end: ActionEnd },
+    /// One change-watch sample for an executed action: did the watched pixels change since it was issued?
+    Evidence {
+        action: u64,
+        changed: Option<bool>,
+    },
+    /// A safety interlock acted.
+    Interlock { kind: InterlockKind, detail: String },
+    /// The target window is gone.
+    WindowGone,
+    /// The reflex thread ended (normally after a stop; otherwise the session stops with that reason).
+    ReflexStopped(ReflexStats),
+    /// A tactical tick's result: what it observed and what the model replied.
+    Tactical(Box<TacticalOutcome>),
+    /// A deliberative pass's result.
+    Plan(PlanOutcome),
+    /// A research's result (untrusted excerpts, a note).
+    Research(ResearchOutcome),
+    /// The user's answer to a destructive-action hold (FR-SAFE-005).
+    Confirmation(ConfirmationAnswer),
+    /// A GPU-memory degrade step (FR-MODEL-004) the wiring's memory watch decided.
+    Degrade(DegradeStep),
+    /// A stop from outside the loop: a signal, a dead worker, the wiring's own failure.
+    Stop { reason: ExternalStop },
+}
+
+/// A frame's health as the reflex judged it (FR-PERC-009).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameHealth {
+    #[default]
+    Ok,
+    Black,
+    Frozen,
+    Occluded,
+    /// Capture failed on this tick (retried).
+    CaptureError,
+}
+
+impl FrameHealth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FrameHealth::Ok => "ok",
+            FrameHealth::Black => "black",
+            FrameHealth::Frozen => "frozen",
+            FrameHealth::Occluded => "occluded",
+            FrameHealth::CaptureError => "capture error",
+        }
+    }
+
+    /// Evidence read from such a frame says nothing about the game.
+    pub fn unreadable(self) -> bool {
+        !matches!(self, FrameHealth::Ok)
+    }
+}
+
+/// One reflex report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReflexReport {
+    pub tick: u64,
+    /// The strongest frame change since the previous report.
+    pub change: FrameChange,
+    pub signature: u64,
+    /// Inputs held now.
+    pub held: u32,
+    #[serde(default)]
+    pub goal_met: Option<bool>,
+    #[serde(default)]
+    pub subgoal: Option<SubgoalCheck>,
+    #[serde(default)]
+    pub sensors: Vec<(String, Option<f64>)>,
+    /// The worst lateness of a reflex tick since the previous report.
+    #[serde(default)]
+    pub late_us: u64,
+    /// Reflex ticks since the previous report.
+    #[serde(default)]
+    pub ticks_since: u64,
+    /// The transform chain's generation (FR-PERC-002).
+    #[serde(default)]
+    pub generation: u64,
+    #[serde(default)]
+    pub health: FrameHealth,
+}
+
+/// Why the executor refused an action (FR-ACT-006). The text is the model's to read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rejection", rename_all = "snake_case")]
+pub enum Rejection {
+    DeniedKey { chord: String },
+    RateLimited { detail: String },
+    MaxHold { detail: String },
+    /// Grounded in an older transform chain than the current one (the window moved, FR-PERC-002).
+    StaleGeneration { grounded: u64, current: u64 },
+    /// Held by an interlock (paused, halted, not focused).
+    Interlocked { detail: String },
+    Invalid { detail: String },
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::DeniedKey { chord } => write!(f, "denied key {chord} (the user's deny list)"),
+            Rejection::RateLimited { detail } => write!(f, "input rate limit: {detail}"),
+            Rejection::MaxHold { detail } => write!(f, "longer than the maximum hold: {detail}"),
+            Rejection::StaleGeneration { grounded, current } => write!(
+                f,
+                "the window moved since the action was grounded (generation {grounded}, now {current})"
+            ),
+            Rejection::Interlocked { detail } => write!(f, "held by an interlock: {detail}"),
+            Rejection::Invalid { detail } => write!(f, "invalid: {detail}"),
+        }
+    }
+}
+
+/// How an accepted action ended in the executor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "end", rename_all = "snake_case")]
+pub enum ActionEnd {
+    Finished,
+    /// Cancelled before it finished (interlock, owner cancelled, stop).
+    Cancelled { reason: String },
+    /// Refused when it was due (an interlock or the foreground guard).
+    Blocked { reason: String },
+}
+
+/// The safety interlocks the reflex reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterlockKind {
+    /// The user touched a real device (FR-SAFE-002).
+    UserInput,
+    /// The guardian halted (panic chord, stale heartbeat, FR-SAFE-001/003).
+    Halt,
+    /// The guardian process is gone.
+    GuardianGone,
+    /// The game window lost focus (FR-SAFE-004): input is withheld, the session goes on.
+    FocusLost,
+    FocusBack,
+    DeniedKey,
+    MaxHold,
+    /// The frame's health changed (FR-PERC-009).
+    FrameHealth,
+    /// The window moved, resized or changed scale (FR-PERC-002).
+    WindowChanged,
+    /// Capture kept failing past its retry bound.
+    CaptureFailed,
+}
+
+impl InterlockKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterlockKind::UserInput => "user_input",
+            InterlockKind::Halt => "halt",
+            InterlockKind::GuardianGone => "guardian_gone",
+            InterlockKind::FocusLost => "focus_lost",
+            InterlockKind::FocusBack => "focus_back",
+            InterlockKind::DeniedKey => "denied_key",
+            InterlockKind::MaxHold => "max_hold",
+            InterlockKind::FrameHealth => "frame_health",
+            InterlockKind::WindowChanged => "window_changed",
+            InterlockKind::CaptureFailed => "capture_failed",
+        }
+    }
+
+    /// Interlocks that end the session (the user took over, the guardian halted or died, capture died).
+    pub fn stops_session(self) -> bool {
+        matches!(
+            self,
+            InterlockKind::UserInput
+                | InterlockKind::Halt
+                | InterlockKind::GuardianGone
+                | InterlockKind::CaptureFailed
+        )
+    }
+}
+
+/// The reflex's own figures, reported when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReflexStats {
+    pub ticks: u64,
+    pub lateness_p50_us: u64,
+    pub lateness_p99_us: u64,
+    pub events: u64,
+}
+
+/// A tactical tick's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TacticalOutcome {
+    pub tick: u64,
+    /// When the tick captured its frame.
+    pub started: MonoTime,
+    pub observation: Observation,
+    /// The observation as the model read it (already bounded by the job's limit).
+    pub observation_text: String,
+    /// A two-stage tick's crop observation, its marks in capture space (FR-GND-005).
+    #[serde(default)]
+    pub crop: Option<Observation>,
+    pub reply: Result<ModelReply, TacticalFailure>,
+}
+
+/// A schema-checked model reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelReply {
+    pub reply: TacticalReply,
+    pub text: String,
+    pub latency_ms: f64,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cached_tokens: u64,
+}
+
+/// Why a tactical call produced no action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TacticalFailure {
+    pub kind: FailureKind,
+    pub message: String,
+    #[serde(default)]
+    pub latency_ms: f64,
+}
+
+/// The kinds of tactical failure the session treats differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The host refused the prompt as larger than its context (FR-CTX-004): shrink it or stop.
+    ContextOverflow,
+    /// The reply broke the schema after its retries.
+    SchemaBroken,
+    Timeout,
+    /// Unreachable host, transport error, another HTTP error.
+    Host,
+    Cancelled,
+    /// Capture or perception failed on this tick.
+    Perception,
+}
+
+/// A deliberative pass's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanOutcome {
+    pub pass: u64,
+    pub plan: Result<PlanSpec, String>,
+    #[serde(default)]
+    pub latency_ms: f64,
+}
+
+/// A research's result. Excerpts are untrusted text: `(source, retrieved, text)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResearchOutcome {
+    pub query: String,
+    pub excerpts: Vec<(String, String, String)>,
+    pub note: String,
+    pub found: bool,
+}
+
+/// The answer to a destructive-action hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmationAnswer {
+    pub hold: u64,
+    pub allowed: bool,
+    /// Who or what decided, in words (pattern, text, overlay / terminal / timeout).
+    pub reason: String,
+    pub waited_ms: u64,
+}
+
+/// A GPU-memory degrade step (FR-MODEL-004): the visual budget per call the session uses from now on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DegradeStep {
+    pub level: String,
+    /// New pixel budget for tactical images; `None` keeps it.
+    #[serde(default)]
+    pub visual_pixels: Option<u64>,
+    /// Images off altogether.
+    #[serde(default)]
+    pub text_only: bool,
+}
+
+/// A stop from outside the loop logic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "stop", rename_all = "snake_case")]
+pub enum ExternalStop {
+    /// SIGINT, SIGTERM, SIGHUP.
+    Signal { name: String },
+    /// A worker thread ended or panicked.
+    WorkerDied { worker: String, detail: String },
+}
+
+impl fmt::Display for ExternalStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExternalStop::Signal { name } => write!(f, "signal {name}"),
+            ExternalStop::WorkerDied { worker, detail } => write!(f, "the {worker} thread died: {detail}"),
+        }
+    }
+}

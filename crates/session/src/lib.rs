@@ -1,0 +1,37 @@
+//! The session core of `gamepilot run` (pure logic): typed inputs from the cadences in, typed effects out.
+//! No IO, threads or clock — time is an argument — so `gamepilot replay` drives the very same decisions
+//! from a recording.
+
+pub mod destructive;
+pub mod effect;
+pub mod input;
+pub mod plan;
+pub mod scene;
+mod session;
+
+pub use effect::{
+    ConfirmationJob, DeliberationJob, Effect, ReflexCommand, ResearchJob, SessionRecord, SessionStop,
+    TacticalJob,
+};
+pub use input::{
+    ActionEnd, ConfirmationAnswer, DegradeStep, ExternalStop, FailureKind, FrameHealth, Input, InterlockKind,
+    ModelReply, PlanOutcome, ReflexReport, ReflexStats, Rejection, ResearchOutcome, TacticalFailure,
+    TacticalOutcome,
+};
+pub use scene::{scene_kind, SceneKind};
+pub use session::{
+    bound_text, fingerprint, observation_for_model, observation_signature, tools_for_path, ReflexFeed, Session, SessionConfig,
+    SessionNumbers, TOOLS,
+};
+
+/// Why a session could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("no machine-checkable postcondition: pass --goal-check EXPR or a --sensors file with a boolean sensor (FR-LOOP-004)")]
+    NoPostcondition,
+    #[error(transparent)]
+    Context(#[from] gamepilot_context::ContextError),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1229 @@
+//! The session core: `Session::step(Input, now) -> Vec<Effect>`. It owns every decision of a running
+//! session that is not the loop logic's own (`gamepilot_planner::LoopState`, which it wraps and feeds):
+//! the action from proposal to verdict (one id), grounding a reply to a capture-space action with its
+//! expected change, the destructive-action hold, the context (plan block, history, notes, research,
+//! compaction, bounded observation text), when tactical ticks start, and the status numbers.
+
+use crate::destructive::{self, DestructiveMatch, DESTRUCTIVE_RADIUS_PX};
+use crate::effect::{
+    ConfirmationJob, DeliberationJob, Effect, ReflexCommand, ResearchJob, SessionRecord, SessionStop,
+    TacticalJob,
+};
+use crate::input::{
+    ActionEnd, ConfirmationAnswer, FailureKind, FrameHealth, Input, InterlockKind, ModelReply, PlanOutcome,
+    ReflexReport, ReflexStats, Rejection, ResearchOutcome, TacticalOutcome,
+};
+use crate::scene::{scene_kind, SceneKind};
+use crate::SessionError;
+use gamepilot_context::{
+    Cadence, CompactionInput, Context, ContextConfig, HistoryEntry, ObservationText, Plan as CtxPlan,
+    PlanStep, ResearchExcerpt, StepStatus, TacticalReply, Tool, ToolSet,
+};
+use gamepilot_core::action::{Action, Intention};
+use gamepilot_core::{ElementId, MonoTime, Point, Rect, SubgoalId};
+use gamepilot_grounding::{
+    ActionId, ChangeDirection, Evidence, ExpectedChange, FailureCause, FailureFacts, FailureHistogram,
+    GroundingPath, Target,
+};
+use gamepilot_planner::{
+    Command, Event, FrameChange, LoopConfig, LoopState, Rung, StopReason, SubgoalStatus,
+};
+use gamepilot_vision::Observation;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The tools a session may offer the tactical model.
+pub const TOOLS: [Tool; 7] = [
+    Tool::ClickMark,
+    Tool::Click,
+    Tool::Key,
+    Tool::HoldKey,
+    Tool::Camera,
+    Tool::Wait,
+    Tool::Note,
+];
+
+/// A session's configuration; every limit is the user's (INV-SAFE-001). Recorded in the header so a
+/// replay rebuilds the same session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionConfig {
+    pub goal: String,
+    #[serde(rename = "loop")]
+    pub loop_cfg: LoopConfig,
+    /// The postconditions a plan may use (compiled by the wiring in this order).
+    pub postconditions: Vec<String>,
+    /// The sensor whose increase is progress (FR-LOOP-005).
+    pub progress_sensor: Option<String>,
+    /// Grounding paths a tactical tick may take (FR-GND-004); one entry forces it.
+    pub grounding_paths: Vec<GroundingPath>,
+    /// Least time between the starts of two tactical ticks.
+    pub tactical_interval_ms: u64,
+    /// Send the marked screenshot.
+    pub with_image: bool,
+    /// Pixels per tactical image (FR-MODEL-002).
+    pub visual_pixels: u64,
+    /// The host's context size in tokens (FR-CTX-004 compacts before a prompt reaches it).
+    pub context_tokens: u32,
+    /// The observation text a prompt carries is cut to this many bytes.
+    pub observation_max_bytes: usize,
+    /// At most this many excerpts of one research enter the context, each cut to this many bytes.
+    pub research_max_excerpts: usize,
+    pub research_excerpt_max_bytes: usize,
+    /// Tokens an image is counted as in prompt estimates.
+    pub image_tokens: u32,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            goal: String::new(),
+            loop_cfg: LoopConfig::default(),
+            postconditions: Vec::new(),
+            progress_sensor: None,
+            grounding_paths: vec![GroundingPath::Mark, GroundingPath::Coordinate],
+            tactical_interval_ms: 300,
+            with_image: false,
+            visual_pixels: 512 * 288,
+            context_tokens: 4096,
+            observation_max_bytes: 3000,
+            research_max_excerpts: 3,
+            research_excerpt_max_bytes: 600,
+            image_tokens: 256,
+        }
+    }
+}
+
+/// One action from proposal to verdict, by its loop action id.
+#[derive(Debug, Clone, PartialEq)]
+struct GroundedAction {
+    intention: Intention,
+    target: Option<Target>,
+    path: Option<GroundingPath>,
+    expected: ExpectedChange,
+    region: Option<Rect>,
+    label: String,
+    generation: u64,
+    /// Handed to the executor (after the loop logic allowed it).
+    executed: bool,
+    /// The frame's health was unreadable while the action was being verified.
+    unreadable_evidence: bool,
+    /// A scene change was seen while the action was being verified.
+    scene_changed: bool,
+}
+
+/// An action held for the user's confirmation (FR-SAFE-005).
+#[derive(Debug, Clone, PartialEq)]
+struct HeldAction {
+    hold: u64,
+    grounded: GroundedAction,
+    found: DestructiveMatch,
+}
+
+/// What the status line and the summary show.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionNumbers {
+    pub subgoal: Option<SubgoalId>,
+    pub deliberating: bool,
+    pub held_inputs: u32,
+    pub sensors: Vec<(String, Option<f64>)>,
+    pub confirmed: u64,
+    pub refuted: u64,
+    pub inconclusive: u64,
+    pub rejected: u64,
+    pub actions_executed: u64,
+    pub tactical_calls: u64,
+    pub tactical_failures: u64,
+    pub schema_violations: u64,
+    pub tactical_latency_ms: Vec<f64>,
+    pub prompt_tokens: u64,
+    pub cached_prompt_tokens: u64,
+    pub deliberative_passes: u64,
+    pub compactions: u64,
+    pub rung: Option<Rung>,
+    pub health: FrameHealth,
+    pub generation: u64,
+    pub scene: Option<SceneKind>,
+    pub goal_met: Option<bool>,
+    pub holding_for_confirmation: bool,
+    pub reflex: ReflexStats,
+    pub failures: Vec<(FailureCause, u64)>,
+}
+
+/// One running session's decisions.
+pub struct Session {
+    cfg: SessionConfig,
+    state: LoopState,
+    context: Context,
+    actions: BTreeMap<u64, GroundedAction>,
+    next_action: u64,
+    next_subgoal: u32,
+    next_hold: u64,
+    tactical_in_flight: Option<TacticalInFlight>,
+    last_tactical_start: Option<MonoTime>,
+    tactical_tick: u64,
+    held: Option<HeldAction>,
+    last_observation: String,
+    last_scene: Option<SceneKind>,
+    excluded: Vec<ElementId>,
+    generation: u64,
+    health: FrameHealth,
+    last_goal_met: Option<bool>,
+    stop: Option<SessionStop>,
+    stopped_by: Option<String>,
+    /// Consecutive tactical calls the host refused as too large.
+    overflow_streak: u32,
+    /// Failures the session attributes itself (action choice, perception), beside the loop logic's.
+    extra_failures: FailureHistogram,
+    /// Verdicts confirmed since the last progress-sensor increase (action choice evidence).
+    confirmed_since_progress: u32,
+    last_progress: Option<f64>,
+    numbers: SessionNumbers,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TacticalInFlight {
+    tick: u64,
+    generation: u64,
+}
+
+/// A refuted scene change within the settle window and a confirmed-without-progress streak this long
+/// name their causes (FR-GND-008).
+const ACTION_CHOICE_STREAK: u32 = 6;
+/// After a compaction the host may still refuse once (its own count differs from the estimate); the
+/// second refusal in a row stops the session.
+const OVERFLOW_STOP_STREAK: u32 = 2;
+
+/// A FNV-1a hash (stable across runs and platforms) for prompt fingerprints.
+pub fn fingerprint(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The observation text the model reads: the frame's health first when it is not ok (FR-PERC-009), then
+/// the observation, cut to `max` bytes.
+pub fn observation_for_model(text: &str, health: FrameHealth, max: usize) -> String {
+    let text = bound_text(text, max);
+    if health == FrameHealth::Ok {
+        text
+    } else {
+        format!(
+            "frame health: {} — the picture may not show the game's state\n{text}",
+            health.as_str()
+        )
+    }
+}
+
+/// Cut `text` to at most `max` bytes on a character boundary, saying how much was left out.
+pub fn bound_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max.saturating_sub(40).min(text.len());
+    while cut > 0 && !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let line_end = text[..cut].rfind('\n').filter(|&i| i > cut / 2).unwrap_or(cut);
+    format!(
+        "{}\n(… {} more bytes of observation left out)",
+        &text[..line_end],
+        text.len() - line_end
+    )
+}
+
+/// The tools of one tactical tick for a grounding path: by mark drops coordinate clicks, by coordinate
+/// drops mark clicks (FR-GND-001, FR-GND-002, FR-GND-004).
+pub fn tools_for_path(path: Option<GroundingPath>) -> Vec<Tool> {
+    let drop = match path {
+        Some(GroundingPath::Mark) => Some(Tool::Click),
+        Some(GroundingPath::Coordinate) => Some(Tool::ClickMark),
+        _ => None,
+    };
+    TOOLS.into_iter().filter(|t| Some(*t) != drop).collect()
+}
+
+/// The expected change of an action and the pixels to watch for it (FR-GND-006).
+fn expectation(action: &Action, mark: Option<(ElementId, Rect)>) -> (ExpectedChange, Option<Rect>) {
+    let view_change = ExpectedChange::SensorDelta {
+        sensor: "view_change".into(),
+        direction: ChangeDirection::Increase,
+        min_delta: 0.5,
+    };
+    match (mark, action) {
+        (Some((id, bbox)), _) => (ExpectedChange::ElementChanged { element: id }, Some(bbox)),
+        (None, Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. }) => {
+            (view_change, Some(Rect::new(x - 40, y - 40, 80, 80)))
+        }
+        _ => (view_change, None),
+    }
+}
+
+fn evidence_for(expected: &ExpectedChange, changed: Option<bool>) -> Evidence {
+    match expected {
+        ExpectedChange::ElementChanged { .. } => Evidence::ElementChanged { changed },
+        ExpectedChange::SensorDelta { .. } => Evidence::SensorDelta {
+            before: Some(0.0),
+            after: changed.map(|c| if c { 1.0 } else { 0.0 }),
+        },
+        ExpectedChange::Postcondition { .. } => Evidence::Postcondition { value: changed },
+    }
+}
+
+fn is_pointer(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Click { .. } | Action::DoubleClick { .. } | Action::MovePointer { .. }
+    )
+}
+
+impl Session {
+    /// A session for `cfg`, starting at `start`.
+    pub fn new(cfg: SessionConfig, start: MonoTime) -> Result<Session, SessionError> {
+        if cfg.postconditions.is_empty() {
+            return Err(SessionError::NoPostcondition);
+        }
+        let tools = ToolSet::new(&TOOLS)?;
+        let context_cfg = ContextConfig {
+            context_tokens: cfg.context_tokens,
+            ..ContextConfig::default()
+        };
+        let context = Context::new(context_cfg, &tools, &cfg.goal, start)?;
+        Ok(Session {
+            state: LoopState::new(cfg.loop_cfg),
+            context,
+            actions: BTreeMap::new(),
+            next_action: 1,
+            next_subgoal: 1,
+            next_hold: 1,
+            tactical_in_flight: None,
+            last_tactical_start: None,
+            tactical_tick: 0,
+            held: None,
+            last_observation: String::from("(nothing observed yet)"),
+            last_scene: None,
+            excluded: Vec::new(),
+            generation: 0,
+            health: FrameHealth::Ok,
+            last_goal_met: None,
+            stop: None,
+            stopped_by: None,
+            overflow_streak: 0,
+            extra_failures: FailureHistogram::new(),
+            confirmed_since_progress: 0,
+            last_progress: None,
+            numbers: SessionNumbers::default(),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &SessionConfig {
+        &self.cfg
+    }
+
+    /// The loop logic inside (read-only).
+    pub fn loop_state(&self) -> &LoopState {
+        &self.state
+    }
+
+    /// The context as it is now (read-only; only `step` changes it).
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Why the session stopped, once it has.
+    pub fn stopped(&self) -> Option<&SessionStop> {
+        self.stop.as_ref()
+    }
+
+    /// The numbers of the status line and the summary.
+    pub fn numbers(&self) -> SessionNumbers {
+        let v = self.state.verdict_counts();
+        let mut n = self.numbers.clone();
+        n.subgoal = self.state.active_subgoal();
+        n.deliberating = self.state.deliberating().is_some();
+        n.confirmed = v.confirmed;
+        n.refuted = v.refuted;
+        n.inconclusive = v.inconclusive;
+        n.actions_executed = self.state.actions_executed();
+        n.rung = self.state.rung();
+        n.health = self.health;
+        n.generation = self.generation;
+        n.scene = self.last_scene;
+        n.goal_met = self.last_goal_met;
+        n.holding_for_confirmation = self.held.is_some();
+        let mut hist = *self.state.histogram();
+        for (c, k) in self.extra_failures.entries() {
+            for _ in 0..k {
+                hist.record(c);
+            }
+        }
+        n.failures = hist.entries().into_iter().filter(|(_, k)| *k > 0).collect();
+        n
+    }
+
+    /// Feed one input; the effects are for the wiring to carry out, in order.
+    pub fn step(&mut self, input: Input, now: MonoTime) -> Vec<Effect> {
+        let mut out = Vec::new();
+        if self.stop.is_some() {
+            if let Input::ReflexStopped(stats) = input {
+                self.numbers.reflex = stats;
+            }
+            return out;
+        }
+        match input {
+            Input::Start => {
+                let goal = self.cfg.goal.clone();
+                self.feed(Event::Start { goal }, now, &mut out);
+            }
+            Input::Reflex(r) => self.on_reflex(r, now, &mut out),
+            Input::ActionRejected { action, rejection } => self.on_rejected(action, rejection, now, &mut out),
+            Input::ActionEnded { action, end } => {
+                if end != ActionEnd::Finished && self.actions.contains_key(&action) {
+                    let reason = match end {
+                        ActionEnd::Cancelled { reason } => format!("cancelled: {reason}"),
+                        ActionEnd::Blocked { reason } => format!("blocked: {reason}"),
+                        ActionEnd::Finished => String::new(),
+                    };
+                    self.feed(
+                        Event::ActionFailed {
+                            action: ActionId(action),
+                            reason,
+                        },
+                        now,
+                        &mut out,
+                    );
+                }
+            }
+            Input::Evidence { action, changed } => {
+                if let Some(a) = self.actions.get(&action) {
+                    let evidence = evidence_for(&a.expected, changed);
+                    let facts = FailureFacts {
+                        target_region_changed: changed,
+                        evidence_undefined: changed.is_none() || a.unreadable_evidence,
+                        unprompted_scene_change: a.scene_changed && changed == Some(false),
+                        ..FailureFacts::default()
+                    };
+                    self.feed(
+                        Event::Evidence {
+                            action: ActionId(action),
+                            evidence,
+                            facts,
+                        },
+                        now,
+                        &mut out,
+                    );
+                }
+            }
+            Input::Interlock { kind, detail } => {
+                out.push(Effect::Record(SessionRecord::Interlock {
+                    interlock: kind.as_str().into(),
+                    detail: detail.clone(),
+                }));
+                if kind == InterlockKind::CaptureFailed {
+                    self.finish(SessionStop::CaptureFailed { detail }, &mut out);
+                } else if kind.stops_session() {
+                    self.stopped_by.get_or_insert_with(|| format!("{}: {detail}", kind.as_str()));
+                    self.feed(Event::UserStop, now, &mut out);
+                }
+            }
+            Input::WindowGone => self.feed(Event::WindowClosed, now, &mut out),
+            Input::ReflexStopped(stats) => {
+                self.numbers.reflex = stats;
+                self.stopped_by
+                    .get_or_insert_with(|| "the reflex thread ended".to_string());
+                self.feed(Event::UserStop, now, &mut out);
+            }
+            Input::Tactical(t) => self.on_tactical(*t, now, &mut out),
+            Input::Plan(p) => self.on_plan(p, now, &mut out),
+            Input::Research(r) => self.on_research(r, now, &mut out),
+            Input::Confirmation(a) => self.on_confirmation(a, now, &mut out),
+            Input::Degrade(d) => {
+                if let Some(px) = d.visual_pixels {
+                    self.cfg.visual_pixels = px;
+                }
+                if d.text_only {
+                    self.cfg.with_image = false;
+                }
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!(
+                        "GPU memory degrade to {}: visual pixels {}, images {}",
+                        d.level,
+                        self.cfg.visual_pixels,
+                        if self.cfg.with_image { "on" } else { "off" }
+                    ),
+                }));
+            }
+            Input::Stop { reason } => self.finish(
+                SessionStop::External {
+                    detail: reason.to_string(),
+                },
+                &mut out,
+            ),
+        }
+        if self.stop.is_none() {
+            self.maybe_start_tactical(now, &mut out);
+        }
+        out
+    }
+
+    /// Feed the loop logic and carry out its commands.
+    fn feed(&mut self, event: Event, now: MonoTime, out: &mut Vec<Effect>) {
+        let commands = self.state.step(event.clone(), now);
+        out.push(Effect::Record(SessionRecord::LoopStep {
+            event,
+            commands: commands.clone(),
+        }));
+        self.apply(commands, now, out);
+    }
+
+    fn apply(&mut self, commands: Vec<Command>, now: MonoTime, out: &mut Vec<Effect>) {
+        for c in commands {
+            match c {
+                Command::StartDeliberation { pass, trigger } => {
+                    self.numbers.deliberative_passes += 1;
+                    let first_id = self.next_subgoal;
+                    self.next_subgoal += 3;
+                    let context_fingerprint = fingerprint(
+                        &self
+                            .context
+                            .assemble(
+                                Cadence::Deliberative,
+                                &ObservationText::new(now, self.last_observation.clone()),
+                                None,
+                            )
+                            .render(),
+                    );
+                    out.push(Effect::StartDeliberation(DeliberationJob {
+                        pass,
+                        trigger,
+                        context: Box::new(self.context.clone()),
+                        context_fingerprint,
+                        observation: self.last_observation.clone(),
+                        first_id,
+                    }));
+                }
+                Command::PlanAdopted { .. }
+                | Command::SubgoalCompleted { .. }
+                | Command::SubgoalAbandoned { .. } => self.refresh_plan_block(),
+                Command::SubgoalStarted { subgoal } => {
+                    self.refresh_plan_block();
+                    let handle = self
+                        .state
+                        .plan()
+                        .and_then(|p| p.subgoals.iter().find(|s| s.spec.id == subgoal))
+                        .map(|s| s.spec.postcondition.handle as usize)
+                        .filter(|h| *h < self.cfg.postconditions.len());
+                    out.push(Effect::Reflex(ReflexCommand::Subgoal {
+                        active: handle.map(|h| (subgoal, h)),
+                    }));
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!("subgoal {subgoal} started"),
+                    }));
+                }
+                Command::CancelSubgoal { subgoal } => {
+                    out.push(Effect::Reflex(ReflexCommand::CancelOwner { subgoal }));
+                }
+                Command::Execute { action, subgoal } => {
+                    if let Some(a) = self.actions.get_mut(&action.0) {
+                        a.intention.subgoal = subgoal;
+                        a.executed = true;
+                        out.push(Effect::Record(SessionRecord::Action {
+                            action,
+                            subgoal,
+                            payload: a.intention.action.clone(),
+                            target: a.target,
+                            path: a.path,
+                        }));
+                        out.push(Effect::Reflex(ReflexCommand::Submit {
+                            action: action.0,
+                            intention: a.intention.clone(),
+                            generation: a.generation,
+                        }));
+                        out.push(Effect::Reflex(ReflexCommand::Watch {
+                            action: action.0,
+                            region: a.region,
+                            settle_ms: self.cfg.loop_cfg.settle_ms,
+                        }));
+                    }
+                }
+                Command::Reject { action, reason } => {
+                    self.numbers.rejected += 1;
+                    if let Some(a) = self.actions.remove(&action.0) {
+                        let why = format!("not executed: {reason:?}");
+                        out.push(Effect::Record(SessionRecord::Rejected {
+                            action,
+                            reason: why.clone(),
+                        }));
+                        self.context.record(HistoryEntry::new(now, a.label, why));
+                    }
+                }
+                Command::Verdict { action, verdict } => {
+                    out.push(Effect::Record(SessionRecord::Verdict {
+                        action,
+                        verdict,
+                        cause: None,
+                    }));
+                    if let Some(a) = self.actions.remove(&action.0) {
+                        self.context
+                            .record(HistoryEntry::new(now, a.label, verdict.as_str()));
+                    }
+                    if verdict == gamepilot_grounding::Verdict::Confirmed {
+                        self.confirmed_since_progress += 1;
+                    }
+                }
+                Command::Failure { action, cause } => {
+                    out.push(Effect::Record(SessionRecord::Failure {
+                        action,
+                        cause,
+                        evidence: String::from("attributed by the loop logic"),
+                    }));
+                }
+                Command::Exclude { targets } => {
+                    self.excluded = targets
+                        .iter()
+                        .filter_map(|t| match t {
+                            Target::Mark { element } => Some(*element),
+                            Target::Point { .. } => None,
+                        })
+                        .collect();
+                }
+                Command::Escalate { rung } => {
+                    out.push(Effect::Record(SessionRecord::Interlock {
+                        interlock: "escalate".into(),
+                        detail: format!("{rung:?}"),
+                    }));
+                    match rung {
+                        Rung::Research => {
+                            let mut inferences = Vec::new();
+                            if let Some(d) = self.state.status().subgoal_description {
+                                inferences.push(format!("how to {d}"));
+                            }
+                            out.push(Effect::StartResearch(ResearchJob {
+                                goal: self.cfg.goal.clone(),
+                                inferences,
+                                screen: self.last_observation.clone(),
+                            }));
+                        }
+                        Rung::SafeState => {
+                            if let Some(subgoal) = self.state.active_subgoal() {
+                                out.push(Effect::Reflex(ReflexCommand::CancelOwner { subgoal }));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Command::Stuck { signal } => {
+                    // FR-GND-008: actions that worked, many in a row, with no progress are the wrong
+                    // actions, not wrongly grounded ones.
+                    if self.confirmed_since_progress >= ACTION_CHOICE_STREAK {
+                        self.extra_failures.record(FailureCause::ActionChoice);
+                        out.push(Effect::Record(SessionRecord::Failure {
+                            action: None,
+                            cause: FailureCause::ActionChoice,
+                            evidence: format!(
+                                "{} confirmed actions and no progress ({signal:?})",
+                                self.confirmed_since_progress
+                            ),
+                        }));
+                        self.confirmed_since_progress = 0;
+                    }
+                }
+                Command::Stop { reason } => {
+                    let by = if reason == StopReason::UserStop {
+                        self.stopped_by.clone()
+                    } else {
+                        None
+                    };
+                    self.finish(SessionStop::Loop { reason, by }, out);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The context's plan block from the loop logic's plan: every subgoal with its status (FR-CTX-001).
+    fn refresh_plan_block(&mut self) {
+        let Some(plan) = self.state.plan() else {
+            self.context.set_plan(CtxPlan::default());
+            return;
+        };
+        let active = self.state.active_subgoal();
+        let steps = plan
+            .subgoals
+            .iter()
+            .map(|s| {
+                let status = match s.status {
+                    SubgoalStatus::Done => StepStatus::Done,
+                    SubgoalStatus::Abandoned => StepStatus::Abandoned,
+                    _ if Some(s.spec.id) == active => StepStatus::Active,
+                    _ => StepStatus::Pending,
+                };
+                PlanStep::new(
+                    format!(
+                        "{} (done when: {})",
+                        s.spec.description, s.spec.postcondition.source
+                    ),
+                    status,
+                )
+            })
+            .collect();
+        self.context.set_plan(CtxPlan {
+            steps,
+            subgoal: active.map(|a| a.to_string()),
+        });
+    }
+
+    fn finish(&mut self, stop: SessionStop, out: &mut Vec<Effect>) {
+        if self.stop.is_some() {
+            return;
+        }
+        if let Some(h) = self.held.take() {
+            self.numbers.rejected += 1;
+            out.push(Effect::Record(SessionRecord::Interlock {
+                interlock: "destructive_action".into(),
+                detail: format!(
+                    "{}: still held when the session stopped; not executed",
+                    h.grounded.label
+                ),
+            }));
+        }
+        self.stop = Some(stop.clone());
+        out.push(Effect::Stop(stop));
+    }
+
+    fn on_reflex(&mut self, r: ReflexReport, now: MonoTime, out: &mut Vec<Effect>) {
+        self.numbers.held_inputs = r.held;
+        if !r.sensors.is_empty() {
+            self.numbers.sensors = r.sensors.clone();
+        }
+        out.push(Effect::Record(SessionRecord::ReflexTiming {
+            tick: r.tick,
+            late_us: r.late_us,
+            ticks_since: r.ticks_since,
+            held: r.held,
+        }));
+        if r.health != self.health {
+            out.push(Effect::Record(SessionRecord::Interlock {
+                interlock: "frame_health".into(),
+                detail: format!("{} -> {}", self.health.as_str(), r.health.as_str()),
+            }));
+            self.health = r.health;
+        }
+        if r.generation != self.generation {
+            self.generation = r.generation;
+            self.drop_stale_held(now, out);
+        }
+        for a in self.actions.values_mut().filter(|a| a.executed) {
+            a.unreadable_evidence |= r.health.unreadable();
+            a.scene_changed |= r.change == FrameChange::Scene;
+        }
+        self.last_goal_met = r.goal_met;
+        let progress = self.cfg.progress_sensor.as_ref().and_then(|p| {
+            r.sensors
+                .iter()
+                .find(|(n, _)| n == p)
+                .and_then(|(_, v)| *v)
+        });
+        if let Some(p) = progress {
+            if self.last_progress.is_some_and(|last| p > last) {
+                self.confirmed_since_progress = 0;
+            }
+            self.last_progress = Some(p);
+        }
+        self.feed(
+            Event::ReflexTick {
+                tick: r.tick,
+                change: r.change,
+                signature: r.signature,
+                held: r.held,
+                progress,
+                goal_met: r.goal_met,
+                subgoal: r.subgoal,
+            },
+            now,
+            out,
+        );
+    }
+
+    /// A held destructive action grounded in an older transform chain is dropped (FR-PERC-002).
+    fn drop_stale_held(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        let stale = self
+            .held
+            .as_ref()
+            .is_some_and(|h| is_pointer(&h.grounded.intention.action) && h.grounded.generation < self.generation);
+        if !stale {
+            return;
+        }
+        if let Some(h) = self.held.take() {
+            let reason = Rejection::StaleGeneration {
+                grounded: h.grounded.generation,
+                current: self.generation,
+            }
+            .to_string();
+            self.numbers.rejected += 1;
+            out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
+            out.push(Effect::Record(SessionRecord::Interlock {
+                interlock: "destructive_action".into(),
+                detail: format!("{}: dropped while held: {reason}", h.grounded.label),
+            }));
+            self.context
+                .record(HistoryEntry::new(now, h.grounded.label, format!("not executed: {reason}")));
+        }
+    }
+
+    fn on_rejected(&mut self, action: u64, rejection: Rejection, now: MonoTime, out: &mut Vec<Effect>) {
+        let reason = rejection.to_string();
+        if let Some(a) = self.actions.get(&action) {
+            // FR-ACT-006: the reason reaches the model's history; recorded as rejected, not executed.
+            self.context.record(HistoryEntry::new(
+                now,
+                a.label.clone(),
+                format!("rejected by the executor: {reason}"),
+            ));
+            out.push(Effect::Record(SessionRecord::Rejected {
+                action: ActionId(action),
+                reason: reason.clone(),
+            }));
+            self.numbers.rejected += 1;
+        }
+        self.feed(
+            Event::ActionFailed {
+                action: ActionId(action),
+                reason,
+            },
+            now,
+            out,
+        );
+        self.actions.remove(&action);
+    }
+
+    /// Start a tactical tick when none is running, nothing awaits verification or the user, a subgoal is
+    /// active and the interval has passed.
+    fn maybe_start_tactical(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        let due = self
+            .last_tactical_start
+            .is_none_or(|t| now.since(t).as_millis() as u64 >= self.cfg.tactical_interval_ms);
+        if self.tactical_in_flight.is_some()
+            || self.held.is_some()
+            || !self.actions.is_empty()
+            || self.state.active_subgoal().is_none()
+            || !due
+        {
+            return;
+        }
+        self.tactical_tick += 1;
+        self.last_tactical_start = Some(now);
+        // FR-CTX-004: compact before the prompt reaches the host's context.
+        let estimate = self.estimate_prompt_tokens(now);
+        if self.context.needs_compaction(estimate) {
+            self.compact(estimate, now, out);
+        }
+        let scene = self.last_scene.unwrap_or(SceneKind::Play).as_str().to_string();
+        let commands = self.state.step(
+            Event::GroundingRequest {
+                request: self.tactical_tick,
+                scene: scene.clone(),
+                offered: self.cfg.grounding_paths.clone(),
+            },
+            now,
+        );
+        let path = commands.iter().find_map(|c| match c {
+            Command::UsePath { path, .. } => *path,
+            _ => None,
+        });
+        out.push(Effect::Record(SessionRecord::LoopStep {
+            event: Event::GroundingRequest {
+                request: self.tactical_tick,
+                scene,
+                offered: self.cfg.grounding_paths.clone(),
+            },
+            commands: commands.clone(),
+        }));
+        self.apply(commands, now, out);
+        let context_fingerprint = fingerprint(
+            &self
+                .context
+                .assemble(Cadence::Tactical, &ObservationText::new(now, ""), None)
+                .render(),
+        );
+        self.tactical_in_flight = Some(TacticalInFlight {
+            tick: self.tactical_tick,
+            generation: self.generation,
+        });
+        out.push(Effect::StartTactical(TacticalJob {
+            tick: self.tactical_tick,
+            context: Box::new(self.context.clone()),
+            context_fingerprint,
+            excluded_marks: self.excluded.clone(),
+            tools: tools_for_path(path),
+            path,
+            two_stage: path == Some(GroundingPath::TwoStage),
+            with_image: self.cfg.with_image,
+            visual_pixels: self.cfg.visual_pixels,
+            observation_max_bytes: self.cfg.observation_max_bytes,
+            generation: self.generation,
+            health: self.health,
+        }));
+    }
+
+    /// A tactical prompt's size estimate: the context over the last observation, plus an image.
+    fn estimate_prompt_tokens(&self, now: MonoTime) -> u32 {
+        let obs = ObservationText::new(now, self.last_observation.clone());
+        let p = self.context.assemble(Cadence::Tactical, &obs, None);
+        let image = if self.cfg.with_image { self.cfg.image_tokens } else { 0 };
+        p.estimate_tokens(self.context.config().bytes_per_token, 0) + image
+    }
+
+    fn compact(&mut self, tokens_before: u32, now: MonoTime, out: &mut Vec<Effect>) {
+        let event = self.context.compact(CompactionInput::default(), tokens_before, now);
+        self.numbers.compactions += 1;
+        out.push(Effect::Record(SessionRecord::Compaction(event)));
+    }
+
+    fn on_tactical(&mut self, t: TacticalOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        let generation = match self.tactical_in_flight.take() {
+            Some(f) if f.tick == t.tick => f.generation,
+            other => {
+                self.tactical_in_flight = other;
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!("tactical result for tick {} ignored: not the tick in flight", t.tick),
+                }));
+                return;
+            }
+        };
+        let scene = scene_kind(&t.observation);
+        self.last_scene = Some(scene);
+        let text = bound_text(&t.observation_text, self.cfg.observation_max_bytes);
+        self.last_observation = text.clone();
+        self.context.end_tick(ObservationText::new(t.started, text));
+        let signature = observation_signature(&t.observation);
+        // The suppression list is what this observation's tick says; an absent Exclude means none
+        // (FR-GND-007: suppression expires after its bound).
+        self.excluded.clear();
+        self.feed(
+            Event::Observation {
+                scene: scene.as_str().into(),
+                signature,
+            },
+            now,
+            out,
+        );
+        let reply = match t.reply {
+            Ok(r) => r,
+            Err(f) => {
+                self.numbers.tactical_failures += 1;
+                self.context.record(HistoryEntry::new(
+                    now,
+                    "(model call)",
+                    format!("failed: {}", f.message),
+                ));
+                match f.kind {
+                    FailureKind::ContextOverflow => {
+                        self.overflow_streak += 1;
+                        if self.overflow_streak >= OVERFLOW_STOP_STREAK {
+                            self.finish(
+                                SessionStop::PromptTooLarge {
+                                    detail: format!(
+                                        "the host refused {} prompts in a row as larger than its context, even after compaction: {}",
+                                        self.overflow_streak, f.message
+                                    ),
+                                },
+                                out,
+                            );
+                        } else {
+                            let tokens = self.estimate_prompt_tokens(now).max(self.cfg.context_tokens);
+                            self.compact(tokens, now, out);
+                            // The host's count is higher than our estimate: shrink what we send.
+                            self.cfg.observation_max_bytes = (self.cfg.observation_max_bytes / 2).max(400);
+                        }
+                    }
+                    FailureKind::SchemaBroken => self.numbers.schema_violations += 1,
+                    _ => {}
+                }
+                return;
+            }
+        };
+        self.overflow_streak = 0;
+        self.record_call(&reply);
+        if self.context.needs_compaction(reply.tokens_in as u32) {
+            self.compact(reply.tokens_in as u32, now, out);
+        }
+        let marks = t.crop.as_ref().unwrap_or(&t.observation);
+        let two_stage = t.crop.is_some();
+        let Some(grounded) = self.ground(&reply.reply, marks, two_stage, generation, now) else {
+            return;
+        };
+        // FR-PERC-002: a pointer action grounded before the window moved is stale.
+        if is_pointer(&grounded.intention.action) && generation < self.generation {
+            let reason = Rejection::StaleGeneration {
+                grounded: generation,
+                current: self.generation,
+            }
+            .to_string();
+            self.numbers.rejected += 1;
+            self.context
+                .record(HistoryEntry::new(now, grounded.label, format!("not executed: {reason}")));
+            return;
+        }
+        let point = match &grounded.intention.action {
+            Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Point::new(*x, *y)),
+            _ => None,
+        };
+        if point.is_some() {
+            if let Some(found) = destructive::check(&t.observation.texts, point, DESTRUCTIVE_RADIUS_PX) {
+                let hold = self.next_hold;
+                self.next_hold += 1;
+                out.push(Effect::Record(SessionRecord::Interlock {
+                    interlock: "destructive_action".into(),
+                    detail: format!("held: {} near {:?} ({})", grounded.label, found.text, found.pattern),
+                }));
+                out.push(Effect::Reflex(ReflexCommand::Pause { paused: true }));
+                out.push(Effect::AskConfirmation(ConfirmationJob {
+                    hold,
+                    label: grounded.label.clone(),
+                    pattern: found.pattern.clone(),
+                    text: found.text.clone(),
+                }));
+                self.held = Some(HeldAction {
+                    hold,
+                    grounded,
+                    found,
+                });
+                return;
+            }
+        }
+        self.propose(grounded, now, out);
+    }
+
+    fn record_call(&mut self, reply: &ModelReply) {
+        self.numbers.tactical_calls += 1;
+        self.numbers.tactical_latency_ms.push(reply.latency_ms);
+        self.numbers.prompt_tokens += reply.tokens_in;
+        self.numbers.cached_prompt_tokens += reply.cached_tokens;
+    }
+
+    /// Grounding: a mark becomes its box centre in capture space (FR-GND-001); coordinates stay as given
+    /// (FR-GND-002); a note goes to the note block. `None`: nothing to execute.
+    fn ground(
+        &mut self,
+        reply: &TacticalReply,
+        marks: &Observation,
+        two_stage: bool,
+        generation: u64,
+        now: MonoTime,
+    ) -> Option<GroundedAction> {
+        let (action, mark, path, target) = match reply {
+            TacticalReply::Note { text } => {
+                let outcome = match self.context.note(text, now) {
+                    Ok(o) => format!("{o:?}"),
+                    Err(e) => format!("refused: {e}"),
+                };
+                self.context
+                    .record(HistoryEntry::new(now, format!("note: {text}"), outcome));
+                return None;
+            }
+            TacticalReply::ClickMark { mark, button } => {
+                let Some(el) = marks.element(*mark) else {
+                    self.context.record(HistoryEntry::new(
+                        now,
+                        format!("click_mark {mark}"),
+                        "mark not present",
+                    ));
+                    return None;
+                };
+                let c = el.bbox.center();
+                (
+                    Action::Click {
+                        x: c.x,
+                        y: c.y,
+                        button: *button,
+                    },
+                    Some((*mark, el.bbox)),
+                    Some(if two_stage {
+                        GroundingPath::TwoStage
+                    } else {
+                        GroundingPath::Mark
+                    }),
+                    Some(Target::Mark { element: *mark }),
+                )
+            }
+            TacticalReply::Act(a) => {
+                let target = match a {
+                    Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Target::Point {
+                        point: Point::new(*x, *y),
+                    }),
+                    _ => None,
+                };
+                let path = target.map(|_| {
+                    if two_stage {
+                        GroundingPath::TwoStage
+                    } else {
+                        GroundingPath::Coordinate
+                    }
+                });
+                (a.clone(), None, path, target)
+            }
+        };
+        let label = serde_json::to_string(&action).unwrap_or_default();
+        let (expected, region) = expectation(&action, mark);
+        Some(GroundedAction {
+            intention: Intention::new(action, SubgoalId(0)),
+            target,
+            path,
+            expected,
+            region,
+            label,
+            generation,
+            executed: false,
+            unreadable_evidence: false,
+            scene_changed: false,
+        })
+    }
+
+    /// Propose a grounded action to the loop logic, which executes or rejects it.
+    fn propose(&mut self, grounded: GroundedAction, now: MonoTime, out: &mut Vec<Effect>) {
+        let id = self.next_action;
+        self.next_action += 1;
+        let event = Event::ActionProposed {
+            action: ActionId(id),
+            key: grounded.label.clone(),
+            target: grounded.target,
+            path: grounded.path,
+            expected: grounded.expected.clone(),
+            settle_ms: Some(self.cfg.loop_cfg.settle_ms),
+        };
+        self.actions.insert(id, grounded);
+        self.feed(event, now, out);
+    }
+
+    fn on_confirmation(&mut self, a: ConfirmationAnswer, now: MonoTime, out: &mut Vec<Effect>) {
+        let Some(h) = self.held.take_if(|h| h.hold == a.hold) else {
+            return;
+        };
+        out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
+        out.push(Effect::Record(SessionRecord::Interlock {
+            interlock: "destructive_action".into(),
+            detail: format!(
+                "{} after {} ms: {} (matched {:?}: {:?})",
+                h.grounded.label, a.waited_ms, a.reason, h.found.pattern, h.found.text
+            ),
+        }));
+        if a.allowed {
+            // Re-checked by the loop logic against the state as it is after the wait.
+            self.propose(h.grounded, now, out);
+        } else {
+            self.numbers.rejected += 1;
+            self.context
+                .record(HistoryEntry::new(now, h.grounded.label, a.reason));
+        }
+    }
+
+    fn on_plan(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        match p.plan {
+            Ok(plan) => self.feed(
+                Event::DeliberationDone {
+                    pass: p.pass,
+                    plan: Some(plan),
+                },
+                now,
+                out,
+            ),
+            Err(reason) => self.feed(Event::DeliberationFailed { pass: p.pass, reason }, now, out),
+        }
+    }
+
+    fn on_research(&mut self, r: ResearchOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        for (source, retrieved, text) in r.excerpts.iter().take(self.cfg.research_max_excerpts) {
+            let text = bound_text(text, self.cfg.research_excerpt_max_bytes);
+            if let Ok(e) = ResearchExcerpt::new(source, retrieved, &text) {
+                self.context.add_research(e);
+            }
+        }
+        let summary = if r.found {
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!("note: {}", r.note),
+            }));
+            if let Err(e) = self.context.note(&r.note, now) {
+                self.context
+                    .record(HistoryEntry::new(now, format!("note: {}", r.note), e.to_string()));
+            }
+            r.note.clone()
+        } else {
+            format!("research on {:?} found nothing usable", r.query)
+        };
+        self.feed(
+            Event::ResearchDone {
+                found: r.found,
+                summary,
+            },
+            now,
+            out,
+        );
+    }
+}
+
+/// A perceptual signature of an observation's layout (element count and boxes).
+pub fn observation_signature(obs: &Observation) -> u64 {
+    obs.elements.iter().fold(obs.elements.len() as u64, |h, e| {
+        h.wrapping_mul(31)
+            .wrapping_add(((e.bbox.x as u64) << 16) ^ e.bbox.y as u64)
+    })
+}
+
+/// The wiring's feed of reflex ticks: every tick's figures go in, a report comes out every `every`-th
+/// tick and at once on a scene change or a goal change, carrying the strongest change since the previous
+/// report (so a change on an unreported tick never reads as stasis, FR-LOOP-005) and the worst lateness.
+#[derive(Debug, Clone)]
+pub struct ReflexFeed {
+    every: u64,
+    strongest: FrameChange,
+    worst_late_us: u64,
+    ticks: u64,
+    last_goal_met: Option<bool>,
+}
+
+fn rank(c: FrameChange) -> u8 {
+    match c {
+        FrameChange::Unchanged => 0,
+        FrameChange::Local => 1,
+        FrameChange::Motion => 2,
+        FrameChange::Scene => 3,
+    }
+}
+
+impl ReflexFeed {
+    pub fn new(every: u64) -> ReflexFeed {
+        ReflexFeed {
+            every: every.max(1),
+            strongest: FrameChange::Unchanged,
+            worst_late_us: 0,
+            ticks: 0,
+            last_goal_met: None,
+        }
+    }
+
+    /// One reflex tick; `Some` when it is to be reported. `report.change` and `report.late_us` are this
+    /// tick's; the returned report has the aggregates.
+    pub fn tick(&mut self, mut report: ReflexReport) -> Option<ReflexReport> {
+        if rank(report.change) > rank(self.strongest) {
+            self.strongest = report.change;
+        }
+        self.worst_late_us = self.worst_late_us.max(report.late_us);
+        self.ticks += 1;
+        let due = report.tick % self.every == 0
+            || report.change == FrameChange::Scene
+            || report.goal_met != self.last_goal_met;
+        if !due {
+            return None;
+        }
+        self.last_goal_met = report.goal_met;
+        report.change = std::mem::replace(&mut self.strongest, FrameChange::Unchanged);
+        report.late_us = std::mem::take(&mut self.worst_late_us);
+        report.ticks_since = std::mem::take(&mut self.ticks);
+        Some(report)
+    }
+}

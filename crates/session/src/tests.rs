@@ -1,0 +1,669 @@
+//! Unit tests of `Session::step`: each drives the session with typed inputs at given times and reads
+//! the effects and the context, the way the wiring and a replay do.
+
+use super::*;
+use gamepilot_context::{Cadence, ObservationText, TacticalReply};
+use gamepilot_core::action::{Action, MouseButton};
+use gamepilot_core::{ElementId, MonoTime, Rect, Size, SubgoalId};
+use gamepilot_grounding::{FailureCause, Verdict};
+use gamepilot_planner::{
+    Budget, FrameChange, LoopConfig, PlanSpec, PostconditionRef, SubgoalCheck, SubgoalSpec,
+};
+use gamepilot_vision::{Element, ElementSource, FrameClass, Observation, TextItem};
+
+fn ms(v: u64) -> MonoTime {
+    MonoTime(v * 1000)
+}
+
+fn config() -> SessionConfig {
+    SessionConfig {
+        goal: "click Play, then collect a coin".into(),
+        loop_cfg: LoopConfig {
+            deliberation_interval_ms: 600_000,
+            ..LoopConfig::default()
+        },
+        postconditions: vec!["coins >= 1".into(), "playing".into()],
+        tactical_interval_ms: 0,
+        ..SessionConfig::default()
+    }
+}
+
+fn subgoal(id: u32, handle: u64, source: &str, description: &str) -> SubgoalSpec {
+    SubgoalSpec {
+        id: SubgoalId(id),
+        description: description.into(),
+        postcondition: PostconditionRef {
+            source: source.into(),
+            handle,
+        },
+        budget: Budget {
+            max_time_ms: Some(120_000),
+            max_actions: Some(40),
+        },
+    }
+}
+
+fn two_step_plan() -> PlanSpec {
+    PlanSpec {
+        subgoals: vec![
+            subgoal(1, 1, "playing", "start the game"),
+            subgoal(2, 0, "coins >= 1", "collect a coin"),
+        ],
+    }
+}
+
+fn tactical_jobs(effects: &[Effect]) -> Vec<&TacticalJob> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::StartTactical(j) => Some(j),
+            _ => None,
+        })
+        .collect()
+}
+
+fn submits(effects: &[Effect]) -> Vec<(u64, Action, u64)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Reflex(ReflexCommand::Submit {
+                action,
+                intention,
+                generation,
+            }) => Some((*action, intention.action.clone(), *generation)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn records(effects: &[Effect]) -> Vec<&SessionRecord> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Record(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+fn reflex(tick: u64) -> ReflexReport {
+    ReflexReport {
+        tick,
+        change: FrameChange::Local,
+        signature: tick,
+        held: 0,
+        goal_met: Some(false),
+        subgoal: None,
+        sensors: Vec::new(),
+        late_us: 50,
+        ticks_since: 6,
+        generation: 0,
+        health: FrameHealth::Ok,
+    }
+}
+
+fn menu() -> Observation {
+    let button = |id: u32, label: &str, y: i32| Element {
+        id: ElementId(id),
+        bbox: Rect::new(560, y, 160, 48),
+        confidence: 0.9,
+        source: ElementSource::Text,
+        label: Some(label.into()),
+    };
+    let text = |s: &str, y: i32| TextItem {
+        text: s.into(),
+        bbox: Rect::new(580, y + 10, 100, 28),
+        confidence: 0.9,
+    };
+    Observation {
+        at: MonoTime::ZERO,
+        frame_size: Size::new(1280, 720),
+        class: FrameClass::Scene,
+        texts: vec![text("Play", 300), text("Options", 380), text("Shop", 460)],
+        elements: vec![button(1, "Play", 300), button(2, "Options", 380), button(3, "Shop", 460)],
+    }
+}
+
+fn outcome(tick: u64, obs: Observation, reply: Result<ModelReply, TacticalFailure>) -> Input {
+    Input::Tactical(Box::new(TacticalOutcome {
+        tick,
+        started: MonoTime::ZERO,
+        observation_text: obs.to_text(),
+        observation: obs,
+        crop: None,
+        reply,
+    }))
+}
+
+fn reply(r: TacticalReply) -> Result<ModelReply, TacticalFailure> {
+    Ok(ModelReply {
+        text: format!("{r:?}"),
+        reply: r,
+        latency_ms: 100.0,
+        tokens_in: 500,
+        tokens_out: 20,
+        cached_tokens: 400,
+    })
+}
+
+fn click_mark(id: u32) -> Result<ModelReply, TacticalFailure> {
+    reply(TacticalReply::ClickMark {
+        mark: ElementId(id),
+        button: MouseButton::Left,
+    })
+}
+
+/// A session with its plan adopted and the first subgoal active; returns the effects of the adoption.
+fn planned() -> (Session, Vec<Effect>) {
+    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    let start = s.step(Input::Start, ms(0));
+    assert!(start
+        .iter()
+        .any(|e| matches!(e, Effect::StartDeliberation(j) if j.pass == 1)));
+    let adopted = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(two_step_plan()),
+            latency_ms: 10.0,
+        }),
+        ms(100),
+    );
+    assert_eq!(s.loop_state().active_subgoal(), Some(SubgoalId(1)));
+    (s, adopted)
+}
+
+fn plan_block(s: &Session) -> String {
+    s.context()
+        .assemble(Cadence::Tactical, &ObservationText::new(MonoTime::ZERO, ""), None)
+        .render()
+}
+
+#[test]
+fn a_subgoal_completed_shows_done_and_the_next_active_in_the_plan_block() {
+    // FR-CTX-001, FR-LOOP-004: the plan block follows the plan, not only its adoption
+    let (mut s, adopted) = planned();
+    assert!(adopted.iter().any(|e| matches!(
+        e,
+        Effect::Reflex(ReflexCommand::Subgoal { active: Some((SubgoalId(1), 1)) })
+    )));
+    let before = plan_block(&s);
+    assert!(before.contains("[>] start the game"), "{before}");
+    assert!(before.contains("[ ] collect a coin"), "{before}");
+    let mut r = reflex(6);
+    r.subgoal = Some(SubgoalCheck {
+        subgoal: SubgoalId(1),
+        met: Some(true),
+    });
+    let fx = s.step(Input::Reflex(r), ms(500));
+    assert_eq!(s.loop_state().active_subgoal(), Some(SubgoalId(2)));
+    assert!(fx.iter().any(|e| matches!(
+        e,
+        Effect::Reflex(ReflexCommand::Subgoal { active: Some((SubgoalId(2), 0)) })
+    )));
+    let after = plan_block(&s);
+    assert!(after.contains("[x] start the game"), "{after}");
+    assert!(after.contains("[>] collect a coin"), "{after}");
+}
+
+#[test]
+fn a_mark_is_grounded_to_its_centre_executed_and_verified_under_one_id() {
+    // FR-GND-001, FR-GND-006, INV-GND-001
+    let (mut s, adopted) = planned();
+    let job = tactical_jobs(&adopted)[0].tick;
+    let fx = s.step(outcome(job, menu(), click_mark(1)), ms(300));
+    let sub = submits(&fx);
+    assert_eq!(sub.len(), 1, "{fx:?}");
+    let (id, action, _) = &sub[0];
+    assert_eq!(
+        *action,
+        Action::Click {
+            x: 640,
+            y: 324,
+            button: MouseButton::Left
+        }
+    );
+    assert!(fx.iter().any(|e| matches!(
+        e,
+        Effect::Reflex(ReflexCommand::Watch { action, region: Some(r), .. }) if action == id && *r == Rect::new(560, 300, 160, 48)
+    )));
+    // No new tactical tick while the action awaits its verdict.
+    assert!(tactical_jobs(&fx).is_empty());
+    let fx = s.step(
+        Input::Evidence {
+            action: *id,
+            changed: Some(true),
+        },
+        ms(600),
+    );
+    assert!(records(&fx).iter().any(|r| matches!(
+        r,
+        SessionRecord::Verdict { action, verdict: Verdict::Confirmed, .. } if action.0 == *id
+    )));
+    assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts once verified");
+    assert!(plan_block(&s).contains("confirmed"));
+}
+
+#[test]
+fn suppression_of_a_refuted_mark_expires_after_its_bound() {
+    // FR-GND-007: a refuted target is left out for suppress_ticks tactical ticks, then offered again
+    let (mut s, adopted) = planned();
+    let mut tick = tactical_jobs(&adopted)[0].tick;
+    let mut t = 300;
+    let fx = s.step(outcome(tick, menu(), click_mark(2)), ms(t));
+    let (id, _, _) = submits(&fx)[0].clone();
+    t += 100;
+    let fx = s.step(
+        Input::Evidence {
+            action: id,
+            changed: Some(false),
+        },
+        ms(t),
+    );
+    // Refuted only when the settle window closes.
+    let _ = fx;
+    t += 2000;
+    let mut fx = s.step(Input::Reflex(reflex(12)), ms(t));
+    assert!(records(&fx).iter().any(|r| matches!(
+        r,
+        SessionRecord::Verdict { verdict: Verdict::Refuted, .. }
+    )));
+    let bound = config().loop_cfg.suppress_ticks;
+    let mut excluded_ticks = 0;
+    for _ in 0..(bound + 3) {
+        let job = tactical_jobs(&fx)[0];
+        tick = job.tick;
+        if job.excluded_marks.contains(&ElementId(2)) {
+            excluded_ticks += 1;
+        }
+        t += 50;
+        // The model waits; the tick ends without an action.
+        fx = s.step(
+            outcome(tick, menu(), reply(TacticalReply::Note { text: "waiting".into() })),
+            ms(t),
+        );
+    }
+    assert!(excluded_ticks >= 1, "suppressed at first");
+    assert!(excluded_ticks <= bound as usize, "suppressed {excluded_ticks} ticks, bound {bound}");
+    let last = tactical_jobs(&fx)[0];
+    assert!(!last.excluded_marks.contains(&ElementId(2)), "suppression expired");
+}
+
+#[test]
+fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
+    // FR-ACT-006: denied key → the model's history says why; recorded as rejected, not as a verdict
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let fx = s.step(
+        outcome(
+            tick,
+            menu(),
+            reply(TacticalReply::Act(Action::Key {
+                key: "alt+F4".into(),
+            })),
+        ),
+        ms(300),
+    );
+    let (id, _, _) = submits(&fx)[0].clone();
+    let fx = s.step(
+        Input::ActionRejected {
+            action: id,
+            rejection: Rejection::DeniedKey {
+                chord: "alt+F4".into(),
+            },
+        },
+        ms(310),
+    );
+    assert!(records(&fx)
+        .iter()
+        .any(|r| matches!(r, SessionRecord::Rejected { action, reason } if action.0 == id && reason.contains("denied key alt+F4"))));
+    let job = tactical_jobs(&fx)[0];
+    let prompt = job
+        .context
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(310), ""), None)
+        .render();
+    assert!(prompt.contains("rejected by the executor: denied key alt+F4"), "{prompt}");
+    assert_eq!(s.numbers().rejected, 1);
+    assert_eq!(s.numbers().failures, vec![(FailureCause::Execution, 1)]);
+}
+
+#[test]
+fn compaction_is_triggered_near_the_hosts_context_and_recorded() {
+    // FR-CTX-004: a long history and a large screen text push the estimate past the threshold
+    let mut cfg = config();
+    cfg.context_tokens = 1024;
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let mut fx = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(two_step_plan()),
+            latency_ms: 1.0,
+        }),
+        ms(10),
+    );
+    let mut big = menu();
+    for i in 0..60 {
+        big.texts.push(TextItem {
+            text: format!("HIGH SCORE {i:02} ........ {}", 1000 * i),
+            bbox: Rect::new(100, 10 * i, 400, 10),
+            confidence: 0.9,
+        });
+    }
+    let mut compacted = false;
+    let mut t = 20;
+    for _ in 0..12 {
+        let Some(job) = tactical_jobs(&fx).first().map(|j| j.tick) else {
+            break;
+        };
+        t += 100;
+        fx = s.step(
+            outcome(job, big.clone(), reply(TacticalReply::Note { text: format!("tick {t}") })),
+            ms(t),
+        );
+        compacted |= records(&fx)
+            .iter()
+            .any(|r| matches!(r, SessionRecord::Compaction(_)));
+    }
+    assert!(compacted, "compaction was triggered");
+    assert!(s.numbers().compactions >= 1);
+    // The observation the context keeps is bounded.
+    let shown = plan_block(&s);
+    assert!(shown.len() < 4 * 1024, "prompt stays bounded: {} bytes", shown.len());
+}
+
+#[test]
+fn a_host_that_keeps_refusing_the_prompt_size_stops_the_session_with_a_named_reason() {
+    // FR-CTX-004: HTTP 400 "exceeds the available context size" shrinks the prompt, then stops; never loops
+    let (mut s, adopted) = planned();
+    let overflow = || {
+        Err(TacticalFailure {
+            kind: FailureKind::ContextOverflow,
+            message: "HTTP 400: the request exceeds the available context size".into(),
+            latency_ms: 5.0,
+        })
+    };
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let fx = s.step(outcome(tick, menu(), overflow()), ms(300));
+    assert!(records(&fx).iter().any(|r| matches!(r, SessionRecord::Compaction(_))));
+    assert!(s.stopped().is_none());
+    let tick = tactical_jobs(&fx)[0].tick;
+    let fx = s.step(outcome(tick, menu(), overflow()), ms(400));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Stop(SessionStop::PromptTooLarge { .. }))));
+    assert!(matches!(s.stopped(), Some(SessionStop::PromptTooLarge { .. })));
+    assert!(s.step(Input::Reflex(reflex(60)), ms(500)).is_empty(), "a stopped session does nothing");
+}
+
+#[test]
+fn a_window_move_drops_an_action_grounded_before_it() {
+    // FR-PERC-002, INV-GND-002: the click was grounded in generation 0; the window moved (generation 1)
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    assert_eq!(tactical_jobs(&adopted)[0].generation, 0);
+    let mut r = reflex(6);
+    r.generation = 1;
+    s.step(Input::Reflex(r), ms(200));
+    let fx = s.step(outcome(tick, menu(), click_mark(1)), ms(300));
+    assert!(submits(&fx).is_empty(), "stale click not submitted: {fx:?}");
+    let job = tactical_jobs(&fx)[0];
+    assert_eq!(job.generation, 1);
+    let prompt = job
+        .context
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(300), ""), None)
+        .render();
+    assert!(prompt.contains("the window moved since the action was grounded"), "{prompt}");
+    // A key is not grounded in the window's geometry: it goes through.
+    let fx = s.step(
+        outcome(job.tick, menu(), reply(TacticalReply::Act(Action::Key { key: "space".into() }))),
+        ms(400),
+    );
+    assert_eq!(submits(&fx).len(), 1);
+    assert_eq!(submits(&fx)[0].2, 1);
+}
+
+#[test]
+fn a_destructive_dialogue_holds_the_click_until_the_user_answers() {
+    // FR-SAFE-005: held → pause → ask; rejected → reason in history; no tactical tick meanwhile
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let mut dialogue = menu();
+    dialogue.texts = vec![
+        TextItem {
+            text: "Spend 100 gold?".into(),
+            bbox: Rect::new(520, 250, 240, 30),
+            confidence: 0.9,
+        },
+        TextItem {
+            text: "Yes".into(),
+            bbox: Rect::new(580, 310, 60, 28),
+            confidence: 0.9,
+        },
+    ];
+    let fx = s.step(outcome(tick, dialogue, click_mark(1)), ms(300));
+    assert!(submits(&fx).is_empty());
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Pause { paused: true }))));
+    let hold = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::AskConfirmation(j) => Some(j.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(hold.pattern, "spend");
+    let fx = s.step(Input::Reflex(reflex(12)), ms(400));
+    assert!(tactical_jobs(&fx).is_empty(), "no tick while held");
+    let fx = s.step(
+        Input::Confirmation(ConfirmationAnswer {
+            hold: hold.hold,
+            allowed: false,
+            reason: "rejected by the user on the overlay".into(),
+            waited_ms: 900,
+        }),
+        ms(1300),
+    );
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Pause { paused: false }))));
+    assert!(submits(&fx).is_empty());
+    let job = tactical_jobs(&fx)[0];
+    let prompt = job
+        .context
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(1300), ""), None)
+        .render();
+    assert!(prompt.contains("rejected by the user on the overlay"), "{prompt}");
+}
+
+/// Drive one executed action to its verdict with the given evidence and reflex reports in between.
+fn verdict_with(
+    s: &mut Session,
+    fx: &[Effect],
+    t: &mut u64,
+    action: Result<ModelReply, TacticalFailure>,
+    between: &[ReflexReport],
+    changed: Option<bool>,
+) -> Vec<Effect> {
+    let tick = tactical_jobs(fx)[0].tick;
+    *t += 100;
+    let sub = s.step(outcome(tick, menu(), action), ms(*t));
+    let (id, _, _) = submits(&sub)[0].clone();
+    for r in between {
+        *t += 100;
+        s.step(Input::Reflex(r.clone()), ms(*t));
+    }
+    *t += 100;
+    let mut all = s.step(Input::Evidence { action: id, changed }, ms(*t));
+    *t += 2000;
+    all.extend(s.step(Input::Reflex(reflex(*t / 100)), ms(*t)));
+    all
+}
+
+#[test]
+fn all_six_failure_causes_are_reachable_from_the_sessions_evidence() {
+    // FR-GND-008: execution, game, plan, perception, grounding, action choice
+    let mut cfg = config();
+    cfg.loop_cfg.signals.stasis_ms = 600_000;
+    cfg.progress_sensor = Some("coins".into());
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let mut plan = two_step_plan();
+    plan.subgoals[0].budget.max_actions = Some(30);
+    let mut fx = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(plan),
+            latency_ms: 1.0,
+        }),
+        ms(10),
+    );
+    let mut t = 10;
+    // Execution: the executor did not deliver it.
+    let tick = tactical_jobs(&fx)[0].tick;
+    t += 100;
+    let sub = s.step(
+        outcome(tick, menu(), reply(TacticalReply::Act(Action::Key { key: "x".into() }))),
+        ms(t),
+    );
+    let (id, _, _) = submits(&sub)[0].clone();
+    t += 100;
+    fx = s.step(
+        Input::ActionEnded {
+            action: id,
+            end: ActionEnd::Blocked {
+                reason: "focus lost".into(),
+            },
+        },
+        ms(t),
+    );
+    // Grounding: the marked element did not react.
+    fx = verdict_with(&mut s, &fx, &mut t, click_mark(1), &[], Some(false));
+    // Game: a scene change happened meanwhile, not where we clicked.
+    let mut scene = reflex(1);
+    scene.change = FrameChange::Scene;
+    fx = verdict_with(&mut s, &fx, &mut t, click_mark(2), &[scene], Some(false));
+    // Perception: the frame went black while the action was verified.
+    let mut black = reflex(2);
+    black.health = FrameHealth::Black;
+    let ok = reflex(3);
+    fx = verdict_with(&mut s, &fx, &mut t, click_mark(3), &[black, ok], Some(false));
+    // Action choice: confirmed actions, many, and the progress sensor never rises.
+    for _ in 0..12 {
+        if s.numbers().failures.iter().any(|(c, _)| *c == FailureCause::ActionChoice) {
+            break;
+        }
+        let mut r = reflex(4);
+        r.sensors = vec![("coins".into(), Some(0.0))];
+        fx = verdict_with(
+            &mut s,
+            &fx,
+            &mut t,
+            reply(TacticalReply::Act(Action::Key { key: "d".into() })),
+            &[r],
+            Some(true),
+        );
+    }
+    // Plan: the subgoal's time budget runs out.
+    t += 130_000;
+    s.step(Input::Reflex(reflex(t)), ms(t));
+    let causes: Vec<FailureCause> = s.numbers().failures.iter().map(|(c, _)| *c).collect();
+    for want in [
+        FailureCause::Execution,
+        FailureCause::Grounding,
+        FailureCause::Game,
+        FailureCause::Perception,
+        FailureCause::ActionChoice,
+        FailureCause::Plan,
+    ] {
+        assert!(causes.contains(&want), "{want:?} missing from {causes:?}");
+    }
+}
+
+#[test]
+fn the_grounding_path_is_chosen_per_scene_kind_and_narrows_the_tools() {
+    // FR-GND-004: the scene kind of the observation (menu), not the frame-change class
+    let mut cfg = config();
+    cfg.grounding_paths = vec![GroundingPathAlias::Mark];
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let fx = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(two_step_plan()),
+            latency_ms: 1.0,
+        }),
+        ms(10),
+    );
+    let job = tactical_jobs(&fx)[0];
+    assert!(!job.tools.contains(&gamepilot_context::Tool::Click));
+    let fx = s.step(outcome(job.tick, menu(), reply(TacticalReply::Note { text: "hm".into() })), ms(100));
+    assert_eq!(s.numbers().scene, Some(SceneKind::Menu));
+    let grounding = records(&fx)
+        .into_iter()
+        .filter_map(|r| match r {
+            SessionRecord::LoopStep {
+                event: gamepilot_planner::Event::GroundingRequest { scene, .. },
+                ..
+            } => Some(scene.clone()),
+            _ => None,
+        })
+        .next();
+    assert_eq!(grounding.as_deref(), Some("menu"));
+}
+
+use gamepilot_grounding::GroundingPath as GroundingPathAlias;
+
+#[test]
+fn the_reflex_feed_reports_the_strongest_change_and_worst_lateness_since_the_last_report() {
+    // FR-LOOP-005: a change on an unreported tick is not lost
+    let mut feed = ReflexFeed::new(6);
+    let mut out = Vec::new();
+    for tick in 1..=6 {
+        let mut r = reflex(tick);
+        r.change = if tick == 2 {
+            FrameChange::Motion
+        } else {
+            FrameChange::Unchanged
+        };
+        r.late_us = if tick == 3 { 900 } else { 10 };
+        r.goal_met = None;
+        out.extend(feed.tick(r));
+    }
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].change, FrameChange::Motion);
+    assert_eq!(out[0].late_us, 900);
+    assert_eq!(out[0].ticks_since, 6);
+}
+
+#[test]
+fn inputs_and_effects_serialise_for_the_recording() {
+    // INV-CTX-002: every input is recorded and replayable
+    let input = outcome(3, menu(), click_mark(1));
+    let text = serde_json::to_string(&input).unwrap();
+    let back: Input = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, input);
+    let (_, adopted) = planned();
+    let v = serde_json::to_value(&adopted).unwrap();
+    assert!(v.to_string().contains("\"effect\":\"start_tactical\""));
+}
+
+#[test]
+fn a_black_frame_is_named_in_the_status_the_recording_and_the_models_observation() {
+    // FR-PERC-009
+    let (mut s, _) = planned();
+    let mut r = reflex(6);
+    r.health = FrameHealth::Black;
+    let fx = s.step(Input::Reflex(r), ms(200));
+    assert!(records(&fx).iter().any(|r| matches!(
+        r,
+        SessionRecord::Interlock { interlock, detail } if interlock == "frame_health" && detail.contains("black")
+    )));
+    assert_eq!(s.numbers().health, FrameHealth::Black);
+    let text = observation_for_model("frame 1280x720 (scene)\n", FrameHealth::Black, 3000);
+    assert!(text.starts_with("frame health: black"), "{text}");
+    assert_eq!(observation_for_model("x", FrameHealth::Ok, 3000), "x");
+    let long = "line of screen text\n".repeat(500);
+    let cut = bound_text(&long, 1000);
+    assert!(cut.len() <= 1000 && cut.contains("more bytes of observation left out"), "{}", cut.len());
+}
