@@ -78,12 +78,23 @@ fn run_args(bed: &TestBed, arena: &Arena, host: &ScriptedHost, rec: &Path) -> Co
     let mut c = gamepilot();
     c.args(["run", "--display", &bed.display])
         .args(["--window", &format!("0x{:x}", arena.window.id)])
-        .args(["--goal", "Click Play, then collect a coin.", "--goal-check", "coins >= 1"])
+        .args([
+            "--goal",
+            "Click Play, then collect a coin.",
+            "--goal-check",
+            "coins >= 1",
+        ])
         .arg("--sensors")
         .arg(sensors_file())
         .args(["--model-endpoint", &host.base_url()])
         .args(["--max-actions", "6", "--session-budget-s", "90"])
-        .args(["--unattended", "--tactical-interval-ms", "100", "--grounding", "mark"])
+        .args([
+            "--unattended",
+            "--tactical-interval-ms",
+            "100",
+            "--grounding",
+            "mark",
+        ])
         .arg("--record")
         .arg(rec);
     c
@@ -114,11 +125,20 @@ fn a_denied_chord_reaches_the_next_prompt_then_a_marked_click_is_executed_verifi
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
     let g = arena.window.geometry;
-    let play = layout(Screen::Menu, g.w as i32, g.h as i32, &Toggles::default())
-        .into_iter()
-        .find(|b| b.label == "Play")
-        .unwrap()
-        .rect;
+    let play = layout(
+        Screen::Menu,
+        g.w as i32,
+        g.h as i32,
+        &Toggles {
+            sound: true,
+            grid: false,
+            invert_pitch: false,
+        },
+    )
+    .into_iter()
+    .find(|b| b.label == "Play")
+    .unwrap()
+    .rect;
     let tactical = Arc::new(AtomicU32::new(0));
     let calls = tactical.clone();
     let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
@@ -213,7 +233,10 @@ fn a_host_that_keeps_refusing_the_prompt_size_stops_the_run_with_a_named_reason(
     let out = run_args(&bed, &arena, &host, &rec).output().unwrap();
     let text = show(&out);
     assert_eq!(out.status.code(), Some(4), "{text}");
-    assert!(text.contains("PromptTooLarge"), "the stop names the reason:\n{text}");
+    assert!(
+        text.contains("PromptTooLarge"),
+        "the stop names the reason:\n{text}"
+    );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(80),
         "stopped long before its 90 s budget"

@@ -130,7 +130,11 @@ fn replay_session(rec: &Recording, config: &Value) -> Result<ReplayOutcome, Repl
 
 /// Replay `rec` and diff. Deterministic: the logic reads no clock, only the recorded times.
 pub fn replay(rec: &Recording) -> Result<ReplayOutcome, ReplayError> {
-    if let Some(config) = rec.header().map(|h| &h.config).filter(|c| c.get("session").is_some()) {
+    if let Some(config) = rec
+        .header()
+        .map(|h| &h.config)
+        .filter(|c| c.get("session").is_some())
+    {
         if rec
             .lines
             .iter()

@@ -2,12 +2,12 @@
 //! recording records, the stop). Serialisable for the recording; a job's context copy is represented by
 //! the fingerprint of the prompt it renders, so a replay diffs it without storing it.
 
+use crate::input::FrameHealth;
 use gamepilot_context::{CompactionEvent, Context, Tool};
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::{ElementId, Rect, SubgoalId};
 use gamepilot_grounding::{ActionId, FailureCause, GroundingPath, Target, Verdict};
 use gamepilot_planner::{Command, Event, StopReason, Trigger};
-use crate::input::FrameHealth;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -140,7 +140,10 @@ pub struct ConfirmationJob {
 #[serde(tag = "record", rename_all = "snake_case")]
 pub enum SessionRecord {
     /// One step of the loop logic: its input and its decisions (`loop_event` + `decision` records).
-    LoopStep { event: Event, commands: Vec<Command> },
+    LoopStep {
+        event: Event,
+        commands: Vec<Command>,
+    },
     /// An action handed to the executor.
     Action {
         action: ActionId,
@@ -150,7 +153,10 @@ pub enum SessionRecord {
         path: Option<GroundingPath>,
     },
     /// An action the executor or the session refused: recorded as rejected, never as executed.
-    Rejected { action: ActionId, reason: String },
+    Rejected {
+        action: ActionId,
+        reason: String,
+    },
     Verdict {
         action: ActionId,
         verdict: Verdict,
@@ -162,7 +168,10 @@ pub enum SessionRecord {
         cause: FailureCause,
         evidence: String,
     },
-    Interlock { interlock: String, detail: String },
+    Interlock {
+        interlock: String,
+        detail: String,
+    },
     Compaction(CompactionEvent),
     /// One reflex report's timing (the reflex keeps ticking during deliberation, NFR-LOOP-001).
     ReflexTiming {
@@ -171,7 +180,9 @@ pub enum SessionRecord {
         ticks_since: u64,
         held: u32,
     },
-    Note { text: String },
+    Note {
+        text: String,
+    },
 }
 
 /// Why a session ended.

@@ -18,16 +18,15 @@ pub enum Input {
     /// One reflex report (the reflex ticks at its full rate; the wiring feeds ~10 Hz, see
     /// [`crate::ReflexFeed`]).
     Reflex(ReflexReport),
+    /// The executor accepted an action: from now on it is executed (and recorded as such).
+    ActionAccepted { action: u64 },
     /// The executor refused an action at submission (FR-ACT-006): denied key, rate, max hold, stale
     /// grounding …
     ActionRejected { action: u64, rejection: Rejection },
     /// The executor stopped stepping an accepted action.
     ActionEnded { action: u64, end: ActionEnd },
     /// One change-watch sample for an executed action: did the watched pixels change since it was issued?
-    Evidence {
-        action: u64,
-        changed: Option<bool>,
-    },
+    Evidence { action: u64, changed: Option<bool> },
     /// A safety interlock acted.
     Interlock { kind: InterlockKind, detail: String },
     /// The target window is gone.
@@ -110,14 +109,27 @@ pub struct ReflexReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "rejection", rename_all = "snake_case")]
 pub enum Rejection {
-    DeniedKey { chord: String },
-    RateLimited { detail: String },
-    MaxHold { detail: String },
+    DeniedKey {
+        chord: String,
+    },
+    RateLimited {
+        detail: String,
+    },
+    MaxHold {
+        detail: String,
+    },
     /// Grounded in an older transform chain than the current one (the window moved, FR-PERC-002).
-    StaleGeneration { grounded: u64, current: u64 },
+    StaleGeneration {
+        grounded: u64,
+        current: u64,
+    },
     /// Held by an interlock (paused, halted, not focused).
-    Interlocked { detail: String },
-    Invalid { detail: String },
+    Interlocked {
+        detail: String,
+    },
+    Invalid {
+        detail: String,
+    },
 }
 
 impl fmt::Display for Rejection {
@@ -142,9 +154,13 @@ impl fmt::Display for Rejection {
 pub enum ActionEnd {
     Finished,
     /// Cancelled before it finished (interlock, owner cancelled, stop).
-    Cancelled { reason: String },
+    Cancelled {
+        reason: String,
+    },
     /// Refused when it was due (an interlock or the foreground guard).
-    Blocked { reason: String },
+    Blocked {
+        reason: String,
+    },
 }
 
 /// The safety interlocks the reflex reports.

@@ -26,7 +26,9 @@ impl SceneKind {
     }
 }
 
-const ANSWERS: &[&str] = &["yes", "no", "ok", "cancel", "confirm", "accept", "decline", "continue"];
+const ANSWERS: &[&str] = &[
+    "yes", "no", "ok", "cancel", "confirm", "accept", "decline", "continue",
+];
 
 fn is_answer(text: &str) -> bool {
     let t = text.trim().trim_end_matches(['!', '.']).to_lowercase();
@@ -96,7 +98,12 @@ mod tests {
     #[test]
     fn a_title_menu_a_dialogue_and_a_hud_are_told_apart() {
         // FR-GND-004: the scene, not the frame-change class
-        let menu = obs(&[("Play", 580, 300), ("Options", 570, 360), ("Shop", 585, 420), ("Quit", 585, 480)]);
+        let menu = obs(&[
+            ("Play", 580, 300),
+            ("Options", 570, 360),
+            ("Shop", 585, 420),
+            ("Quit", 585, 480),
+        ]);
         assert_eq!(scene_kind(&menu), SceneKind::Menu);
         let dialogue = obs(&[("Spend 100 gold?", 500, 300), ("Yes", 520, 380), ("No", 700, 380)]);
         assert_eq!(scene_kind(&dialogue), SceneKind::Dialogue);

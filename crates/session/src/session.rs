@@ -380,6 +380,18 @@ impl Session {
                 self.feed(Event::Start { goal }, now, &mut out);
             }
             Input::Reflex(r) => self.on_reflex(r, now, &mut out),
+            Input::ActionAccepted { action } => {
+                // Recorded as executed only once the executor took it (a refused one is `rejected`).
+                if let Some(a) = self.actions.get(&action).filter(|a| a.executed) {
+                    out.push(Effect::Record(SessionRecord::Action {
+                        action: ActionId(action),
+                        subgoal: a.intention.subgoal,
+                        payload: a.intention.action.clone(),
+                        target: a.target,
+                        path: a.path,
+                    }));
+                }
+            }
             Input::ActionRejected { action, rejection } => self.on_rejected(action, rejection, now, &mut out),
             Input::ActionEnded { action, end } => {
                 if end != ActionEnd::Finished && self.actions.contains_key(&action) {
@@ -426,7 +438,8 @@ impl Session {
                 if kind == InterlockKind::CaptureFailed {
                     self.finish(SessionStop::CaptureFailed { detail }, &mut out);
                 } else if kind.stops_session() {
-                    self.stopped_by.get_or_insert_with(|| format!("{}: {detail}", kind.as_str()));
+                    self.stopped_by
+                        .get_or_insert_with(|| format!("{}: {detail}", kind.as_str()));
                     self.feed(Event::UserStop, now, &mut out);
                 }
             }
@@ -531,13 +544,6 @@ impl Session {
                     if let Some(a) = self.actions.get_mut(&action.0) {
                         a.intention.subgoal = subgoal;
                         a.executed = true;
-                        out.push(Effect::Record(SessionRecord::Action {
-                            action,
-                            subgoal,
-                            payload: a.intention.action.clone(),
-                            target: a.target,
-                            path: a.path,
-                        }));
                         out.push(Effect::Reflex(ReflexCommand::Submit {
                             action: action.0,
                             intention: a.intention.clone(),
@@ -722,12 +728,11 @@ impl Session {
             a.scene_changed |= r.change == FrameChange::Scene;
         }
         self.last_goal_met = r.goal_met;
-        let progress = self.cfg.progress_sensor.as_ref().and_then(|p| {
-            r.sensors
-                .iter()
-                .find(|(n, _)| n == p)
-                .and_then(|(_, v)| *v)
-        });
+        let progress = self
+            .cfg
+            .progress_sensor
+            .as_ref()
+            .and_then(|p| r.sensors.iter().find(|(n, _)| n == p).and_then(|(_, v)| *v));
         if let Some(p) = progress {
             if self.last_progress.is_some_and(|last| p > last) {
                 self.confirmed_since_progress = 0;
@@ -751,10 +756,9 @@ impl Session {
 
     /// A held destructive action grounded in an older transform chain is dropped (FR-PERC-002).
     fn drop_stale_held(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
-        let stale = self
-            .held
-            .as_ref()
-            .is_some_and(|h| is_pointer(&h.grounded.intention.action) && h.grounded.generation < self.generation);
+        let stale = self.held.as_ref().is_some_and(|h| {
+            is_pointer(&h.grounded.intention.action) && h.grounded.generation < self.generation
+        });
         if !stale {
             return;
         }
@@ -770,8 +774,11 @@ impl Session {
                 interlock: "destructive_action".into(),
                 detail: format!("{}: dropped while held: {reason}", h.grounded.label),
             }));
-            self.context
-                .record(HistoryEntry::new(now, h.grounded.label, format!("not executed: {reason}")));
+            self.context.record(HistoryEntry::new(
+                now,
+                h.grounded.label,
+                format!("not executed: {reason}"),
+            ));
         }
     }
 
@@ -874,12 +881,18 @@ impl Session {
     fn estimate_prompt_tokens(&self, now: MonoTime) -> u32 {
         let obs = ObservationText::new(now, self.last_observation.clone());
         let p = self.context.assemble(Cadence::Tactical, &obs, None);
-        let image = if self.cfg.with_image { self.cfg.image_tokens } else { 0 };
+        let image = if self.cfg.with_image {
+            self.cfg.image_tokens
+        } else {
+            0
+        };
         p.estimate_tokens(self.context.config().bytes_per_token, 0) + image
     }
 
     fn compact(&mut self, tokens_before: u32, now: MonoTime, out: &mut Vec<Effect>) {
-        let event = self.context.compact(CompactionInput::default(), tokens_before, now);
+        let event = self
+            .context
+            .compact(CompactionInput::default(), tokens_before, now);
         self.numbers.compactions += 1;
         out.push(Effect::Record(SessionRecord::Compaction(event)));
     }
@@ -890,7 +903,10 @@ impl Session {
             other => {
                 self.tactical_in_flight = other;
                 out.push(Effect::Record(SessionRecord::Note {
-                    text: format!("tactical result for tick {} ignored: not the tick in flight", t.tick),
+                    text: format!(
+                        "tactical result for tick {} ignored: not the tick in flight",
+                        t.tick
+                    ),
                 }));
                 return;
             }
@@ -965,8 +981,11 @@ impl Session {
             }
             .to_string();
             self.numbers.rejected += 1;
-            self.context
-                .record(HistoryEntry::new(now, grounded.label, format!("not executed: {reason}")));
+            self.context.record(HistoryEntry::new(
+                now,
+                grounded.label,
+                format!("not executed: {reason}"),
+            ));
             return;
         }
         let point = match &grounded.intention.action {
@@ -979,7 +998,10 @@ impl Session {
                 self.next_hold += 1;
                 out.push(Effect::Record(SessionRecord::Interlock {
                     interlock: "destructive_action".into(),
-                    detail: format!("held: {} near {:?} ({})", grounded.label, found.text, found.pattern),
+                    detail: format!(
+                        "held: {} near {:?} ({})",
+                        grounded.label, found.text, found.pattern
+                    ),
                 }));
                 out.push(Effect::Reflex(ReflexCommand::Pause { paused: true }));
                 out.push(Effect::AskConfirmation(ConfirmationJob {

@@ -120,7 +120,11 @@ fn menu() -> Observation {
         frame_size: Size::new(1280, 720),
         class: FrameClass::Scene,
         texts: vec![text("Play", 300), text("Options", 380), text("Shop", 460)],
-        elements: vec![button(1, "Play", 300), button(2, "Options", 380), button(3, "Shop", 460)],
+        elements: vec![
+            button(1, "Play", 300),
+            button(2, "Options", 380),
+            button(3, "Shop", 460),
+        ],
     }
 }
 
@@ -184,7 +188,9 @@ fn a_subgoal_completed_shows_done_and_the_next_active_in_the_plan_block() {
     let (mut s, adopted) = planned();
     assert!(adopted.iter().any(|e| matches!(
         e,
-        Effect::Reflex(ReflexCommand::Subgoal { active: Some((SubgoalId(1), 1)) })
+        Effect::Reflex(ReflexCommand::Subgoal {
+            active: Some((SubgoalId(1), 1))
+        })
     )));
     let before = plan_block(&s);
     assert!(before.contains("[>] start the game"), "{before}");
@@ -198,7 +204,9 @@ fn a_subgoal_completed_shows_done_and_the_next_active_in_the_plan_block() {
     assert_eq!(s.loop_state().active_subgoal(), Some(SubgoalId(2)));
     assert!(fx.iter().any(|e| matches!(
         e,
-        Effect::Reflex(ReflexCommand::Subgoal { active: Some((SubgoalId(2), 0)) })
+        Effect::Reflex(ReflexCommand::Subgoal {
+            active: Some((SubgoalId(2), 0))
+        })
     )));
     let after = plan_block(&s);
     assert!(after.contains("[x] start the game"), "{after}");
@@ -265,7 +273,10 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
     let mut fx = s.step(Input::Reflex(reflex(12)), ms(t));
     assert!(records(&fx).iter().any(|r| matches!(
         r,
-        SessionRecord::Verdict { verdict: Verdict::Refuted, .. }
+        SessionRecord::Verdict {
+            verdict: Verdict::Refuted,
+            ..
+        }
     )));
     let bound = config().loop_cfg.suppress_ticks;
     let mut excluded_ticks = 0;
@@ -278,14 +289,26 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
         t += 50;
         // The model waits; the tick ends without an action.
         fx = s.step(
-            outcome(tick, menu(), reply(TacticalReply::Note { text: "waiting".into() })),
+            outcome(
+                tick,
+                menu(),
+                reply(TacticalReply::Note {
+                    text: "waiting".into(),
+                }),
+            ),
             ms(t),
         );
     }
     assert!(excluded_ticks >= 1, "suppressed at first");
-    assert!(excluded_ticks <= bound as usize, "suppressed {excluded_ticks} ticks, bound {bound}");
+    assert!(
+        excluded_ticks <= bound as usize,
+        "suppressed {excluded_ticks} ticks, bound {bound}"
+    );
     let last = tactical_jobs(&fx)[0];
-    assert!(!last.excluded_marks.contains(&ElementId(2)), "suppression expired");
+    assert!(
+        !last.excluded_marks.contains(&ElementId(2)),
+        "suppression expired"
+    );
 }
 
 #[test]
@@ -297,9 +320,7 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
         outcome(
             tick,
             menu(),
-            reply(TacticalReply::Act(Action::Key {
-                key: "alt+F4".into(),
-            })),
+            reply(TacticalReply::Act(Action::Key { key: "alt+F4".into() })),
         ),
         ms(300),
     );
@@ -321,7 +342,10 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
         .context
         .assemble(Cadence::Tactical, &ObservationText::new(ms(310), ""), None)
         .render();
-    assert!(prompt.contains("rejected by the executor: denied key alt+F4"), "{prompt}");
+    assert!(
+        prompt.contains("rejected by the executor: denied key alt+F4"),
+        "{prompt}"
+    );
     assert_eq!(s.numbers().rejected, 1);
     assert_eq!(s.numbers().failures, vec![(FailureCause::Execution, 1)]);
 }
@@ -357,7 +381,13 @@ fn compaction_is_triggered_near_the_hosts_context_and_recorded() {
         };
         t += 100;
         fx = s.step(
-            outcome(job, big.clone(), reply(TacticalReply::Note { text: format!("tick {t}") })),
+            outcome(
+                job,
+                big.clone(),
+                reply(TacticalReply::Note {
+                    text: format!("tick {t}"),
+                }),
+            ),
             ms(t),
         );
         compacted |= records(&fx)
@@ -368,7 +398,11 @@ fn compaction_is_triggered_near_the_hosts_context_and_recorded() {
     assert!(s.numbers().compactions >= 1);
     // The observation the context keeps is bounded.
     let shown = plan_block(&s);
-    assert!(shown.len() < 4 * 1024, "prompt stays bounded: {} bytes", shown.len());
+    assert!(
+        shown.len() < 4 * 1024,
+        "prompt stays bounded: {} bytes",
+        shown.len()
+    );
 }
 
 #[test]
@@ -384,7 +418,9 @@ fn a_host_that_keeps_refusing_the_prompt_size_stops_the_session_with_a_named_rea
     };
     let tick = tactical_jobs(&adopted)[0].tick;
     let fx = s.step(outcome(tick, menu(), overflow()), ms(300));
-    assert!(records(&fx).iter().any(|r| matches!(r, SessionRecord::Compaction(_))));
+    assert!(records(&fx)
+        .iter()
+        .any(|r| matches!(r, SessionRecord::Compaction(_))));
     assert!(s.stopped().is_none());
     let tick = tactical_jobs(&fx)[0].tick;
     let fx = s.step(outcome(tick, menu(), overflow()), ms(400));
@@ -392,7 +428,10 @@ fn a_host_that_keeps_refusing_the_prompt_size_stops_the_session_with_a_named_rea
         .iter()
         .any(|e| matches!(e, Effect::Stop(SessionStop::PromptTooLarge { .. }))));
     assert!(matches!(s.stopped(), Some(SessionStop::PromptTooLarge { .. })));
-    assert!(s.step(Input::Reflex(reflex(60)), ms(500)).is_empty(), "a stopped session does nothing");
+    assert!(
+        s.step(Input::Reflex(reflex(60)), ms(500)).is_empty(),
+        "a stopped session does nothing"
+    );
 }
 
 #[test]
@@ -412,10 +451,17 @@ fn a_window_move_drops_an_action_grounded_before_it() {
         .context
         .assemble(Cadence::Tactical, &ObservationText::new(ms(300), ""), None)
         .render();
-    assert!(prompt.contains("the window moved since the action was grounded"), "{prompt}");
+    assert!(
+        prompt.contains("the window moved since the action was grounded"),
+        "{prompt}"
+    );
     // A key is not grounded in the window's geometry: it goes through.
     let fx = s.step(
-        outcome(job.tick, menu(), reply(TacticalReply::Act(Action::Key { key: "space".into() }))),
+        outcome(
+            job.tick,
+            menu(),
+            reply(TacticalReply::Act(Action::Key { key: "space".into() })),
+        ),
         ms(400),
     );
     assert_eq!(submits(&fx).len(), 1);
@@ -523,7 +569,11 @@ fn all_six_failure_causes_are_reachable_from_the_sessions_evidence() {
     let tick = tactical_jobs(&fx)[0].tick;
     t += 100;
     let sub = s.step(
-        outcome(tick, menu(), reply(TacticalReply::Act(Action::Key { key: "x".into() }))),
+        outcome(
+            tick,
+            menu(),
+            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
+        ),
         ms(t),
     );
     let (id, _, _) = submits(&sub)[0].clone();
@@ -550,7 +600,11 @@ fn all_six_failure_causes_are_reachable_from_the_sessions_evidence() {
     fx = verdict_with(&mut s, &fx, &mut t, click_mark(3), &[black, ok], Some(false));
     // Action choice: confirmed actions, many, and the progress sensor never rises.
     for _ in 0..12 {
-        if s.numbers().failures.iter().any(|(c, _)| *c == FailureCause::ActionChoice) {
+        if s.numbers()
+            .failures
+            .iter()
+            .any(|(c, _)| *c == FailureCause::ActionChoice)
+        {
             break;
         }
         let mut r = reflex(4);
@@ -597,7 +651,10 @@ fn the_grounding_path_is_chosen_per_scene_kind_and_narrows_the_tools() {
     );
     let job = tactical_jobs(&fx)[0];
     assert!(!job.tools.contains(&gamepilot_context::Tool::Click));
-    let fx = s.step(outcome(job.tick, menu(), reply(TacticalReply::Note { text: "hm".into() })), ms(100));
+    let fx = s.step(
+        outcome(job.tick, menu(), reply(TacticalReply::Note { text: "hm".into() })),
+        ms(100),
+    );
     assert_eq!(s.numbers().scene, Some(SceneKind::Menu));
     let grounding = records(&fx)
         .into_iter()
@@ -665,5 +722,9 @@ fn a_black_frame_is_named_in_the_status_the_recording_and_the_models_observation
     assert_eq!(observation_for_model("x", FrameHealth::Ok, 3000), "x");
     let long = "line of screen text\n".repeat(500);
     let cut = bound_text(&long, 1000);
-    assert!(cut.len() <= 1000 && cut.contains("more bytes of observation left out"), "{}", cut.len());
+    assert!(
+        cut.len() <= 1000 && cut.contains("more bytes of observation left out"),
+        "{}",
+        cut.len()
+    );
 }

@@ -6,14 +6,12 @@
 //! real device, `gamepilot_x11::confirm`) and, in attended runs, a terminal prompt read by a background
 //! thread; whichever answers first wins and the other is withdrawn. No answer within the timeout rejects.
 
-use gamepilot_core::{Point, Rect};
-use gamepilot_vision::TextItem;
 use gamepilot_x11::confirm::{Answer, ConfirmOverlay, ConfirmRequest};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use gamepilot_session::destructive::{check, DestructiveMatch};
+pub use gamepilot_session::destructive::DestructiveMatch;
 
 /// How a hold may be answered.
 #[derive(Debug, Clone)]
@@ -92,7 +90,6 @@ fn describe(label: &str) -> String {
 /// One action held for the user's explicit confirmation (FR-SAFE-005).
 pub struct Hold {
     pub found: DestructiveMatch,
-    pub label: String,
     overlay: Option<ConfirmOverlay>,
     /// Why there is no overlay, when there is none.
     pub overlay_unavailable: Option<String>,
@@ -154,7 +151,6 @@ impl Hold {
         }
         Hold {
             found,
-            label: label.to_string(),
             overlay,
             overlay_unavailable,
             terminal,
@@ -274,6 +270,9 @@ impl Hold {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gamepilot_core::{Point, Rect};
+    use gamepilot_session::destructive::check;
+    use gamepilot_vision::TextItem;
 
     /// Click at a capture-space point the way a person does (hover, then a held press) through the one
     /// input component and the transform chain.
@@ -316,7 +315,7 @@ mod tests {
         let x = bed.x11().unwrap();
         let win = arena.window.id;
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let (menu_texts, bounds) = observe_texts(&x, win);
+        let (menu_texts, _) = observe_texts(&x, win);
         assert_eq!(
             check(&menu_texts, Some(Point::new(640, 330)), 220),
             None,
@@ -327,7 +326,7 @@ mod tests {
             .wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "confirm")
             .expect("shop dialogue opens");
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let (texts, bounds) = observe_texts(&x, win);
+        let (texts, _) = observe_texts(&x, win);
         let m = check(&texts, Some(Point::new(520, 436)), 220)
             .unwrap_or_else(|| panic!("dialogue not detected in {texts:?}"));
         assert!(m.pattern == "spend" || m.pattern == "currency amount", "{m:?}");
@@ -406,7 +405,7 @@ mod tests {
             .wait_for(Duration::from_secs(5), |s| s["screen"] == "confirm")
             .expect("shop dialogue opens");
         std::thread::sleep(Duration::from_millis(200));
-        let (texts, bounds) = observe_texts(&x, arena.window.id);
+        let (texts, _) = observe_texts(&x, arena.window.id);
         let found = check(&texts, Some(Point::new(520, 436)), 220).expect("dialogue detected");
         let opts = HoldOptions {
             display: Some(bed.display.clone()),

@@ -236,9 +236,9 @@ impl Wiring<'_> {
                         settle: Duration::from_millis(settle_ms),
                     },
                     ReflexCommand::CancelOwner { subgoal } => ToReflex::CancelOwner(subgoal),
-                    ReflexCommand::Subgoal { active } => ToReflex::Subgoal(active.and_then(|(s, h)| {
-                        self.post_exprs.get(h).cloned().map(|e| (s, e))
-                    })),
+                    ReflexCommand::Subgoal { active } => ToReflex::Subgoal(
+                        active.and_then(|(s, h)| self.post_exprs.get(h).cloned().map(|e| (s, e))),
+                    ),
                     ReflexCommand::Pause { paused } => ToReflex::Hold(paused),
                 };
                 // A closed reflex channel is reported by the reflex's own end (ReflexStopped).
@@ -390,7 +390,9 @@ impl Wiring<'_> {
             t,
             Record::Observation {
                 frame: frame_no,
-                scene: gamepilot_session::scene_kind(&r.outcome.observation).as_str().into(),
+                scene: gamepilot_session::scene_kind(&r.outcome.observation)
+                    .as_str()
+                    .into(),
                 signature: gamepilot_session::observation_signature(&r.outcome.observation),
                 marks: serde_json::to_value(&r.outcome.observation.elements)?,
                 text: serde_json::to_value(&r.outcome.observation.texts)?,
@@ -688,7 +690,8 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         goal_met: n.goal_met,
         recording: cfg.record_dir.display().to_string(),
     };
-    w.rec.finish(now(), &summary.stop_reason, serde_json::to_value(&summary)?)?;
+    w.rec
+        .finish(now(), &summary.stop_reason, serde_json::to_value(&summary)?)?;
     match reflex_result {
         Ok(r) => r?,
         Err(_) => anyhow::bail!("the reflex thread panicked"),
@@ -704,7 +707,12 @@ fn status_line(cfg: &AgentConfig, t0: Instant, session: &Session) -> String {
     } else {
         n.sensors
             .iter()
-            .map(|(k, v)| format!("{k}={}", v.map(|v| format!("{v}")).unwrap_or_else(|| "undef".into())))
+            .map(|(k, v)| {
+                format!(
+                    "{k}={}",
+                    v.map(|v| format!("{v}")).unwrap_or_else(|| "undef".into())
+                )
+            })
             .collect::<Vec<_>>()
             .join(" ")
     };
@@ -762,7 +770,7 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             action: tag,
             rejection: Rejection::Invalid { detail },
         }],
-        FromReflex::Submitted { .. } => Vec::new(),
+        FromReflex::Submitted { tag, result: Ok(()) } => vec![Input::ActionAccepted { action: tag }],
         FromReflex::Finished { tag, report } => {
             let end = if report.contains("finished") {
                 ActionEnd::Finished
@@ -771,10 +779,7 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             };
             vec![Input::ActionEnded { action: tag, end }]
         }
-        FromReflex::Evidence { tag, changed } => vec![Input::Evidence {
-            action: tag,
-            changed,
-        }],
+        FromReflex::Evidence { tag, changed } => vec![Input::Evidence { action: tag, changed }],
         FromReflex::Interlock { interlock, detail } => {
             let kind = match interlock.as_str() {
                 "user_input" => InterlockKind::UserInput,

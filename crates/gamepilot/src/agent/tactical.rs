@@ -408,7 +408,10 @@ fn capture_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult 
             observation,
             observation_text: format!("(capture failed: {detail})"),
             crop: None,
-            reply: Err(other_failure(FailureKind::Perception, format!("capture failed: {detail}"))),
+            reply: Err(other_failure(
+                FailureKind::Perception,
+                format!("capture failed: {detail}"),
+            )),
         },
         frame: None,
         marked: None,

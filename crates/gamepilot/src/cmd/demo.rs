@@ -100,7 +100,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         },
         tactical_interval_ms: 300,
         tactical_pixels: 512 * 288,
-        context_tokens: caps.n_ctx.map(|n| n.min(u64::from(u32::MAX)) as u32).unwrap_or(4096),
+        context_tokens: caps
+            .n_ctx
+            .map(|n| n.min(u64::from(u32::MAX)) as u32)
+            .unwrap_or(4096),
         unattended: true,
         // Nobody can click an overlay on the demo's private display: destructive actions are rejected.
         confirm_timeout: std::time::Duration::ZERO,

@@ -297,7 +297,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         loop_cfg,
         tactical_interval_ms: args.tactical_interval_ms,
         tactical_pixels: 512 * 288,
-        context_tokens: caps.n_ctx.map(|n| n.min(u64::from(u32::MAX)) as u32).unwrap_or(4096),
+        context_tokens: caps
+            .n_ctx
+            .map(|n| n.min(u64::from(u32::MAX)) as u32)
+            .unwrap_or(4096),
         unattended: args.unattended,
         confirm_timeout: std::time::Duration::from_secs(args.confirm_timeout_s),
         quiet: false,
