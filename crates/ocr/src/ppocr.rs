@@ -125,8 +125,10 @@ pub struct PpOcr {
     digits: Vec<(usize, char)>,
     /// Lines below this mean character confidence (0..1) are dropped.
     pub min_confidence: f32,
-    /// The detector's input is scaled down so its longer side is at most this.
+    /// The detector's input is scaled so its longer side is at most this...
     pub det_max_side: usize,
+    /// ...and, within that, its shorter side at least this.
+    pub det_min_side: usize,
     /// Binarisation threshold of the detector's probability map.
     pub det_thresh: f32,
     /// Boxes whose mean probability is below this are dropped.
@@ -193,6 +195,7 @@ impl PpOcr {
             digits,
             min_confidence: 0.6,
             det_max_side: 1280,
+            det_min_side: 736,
             det_thresh: 0.3,
             box_thresh: 0.5,
             integer_min_confidence: 0.7,
@@ -204,12 +207,13 @@ impl PpOcr {
         if img.w < 4 || img.h < 4 {
             return Ok(Vec::new());
         }
-        let longer = img.w.max(img.h);
-        let ratio = if longer > self.det_max_side {
-            self.det_max_side as f32 / longer as f32
-        } else {
-            1.0
-        };
+        // PaddleOCR's `limit_type: min`: small frames are enlarged until their shorter side reaches
+        // `det_min_side` (small HUD and menu fonts need it), and no side exceeds `det_max_side`.
+        let (longer, shorter) = (img.w.max(img.h) as f32, img.w.min(img.h) as f32);
+        let mut ratio = (self.det_min_side as f32 / shorter).max(1.0);
+        if longer * ratio > self.det_max_side as f32 {
+            ratio = self.det_max_side as f32 / longer;
+        }
         let round32 = |v: usize| (((v as f32 * ratio) / 32.0).round() as usize).max(1) * 32;
         let (dw, dh) = (round32(img.w), round32(img.h));
         let plane = dw * dh;

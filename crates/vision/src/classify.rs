@@ -324,7 +324,9 @@ fn tiles_explained(
 ) -> bool {
     let (w, h) = (cur.width as i32, cur.height as i32);
     let n = (tx * ty) as usize;
-    let mut e_shift = vec![(0u32, 0u32); n];
+    // Per tile, the error at the global shift and at one pixel either side of it horizontally: a turn's
+    // floor and edges move a little faster or slower than its centre.
+    let mut e_shift = vec![[(0u32, 0u32); 3]; n];
     let mut e_zero = vec![0u32; n];
     for y in 0..h {
         let row = (y as u32 * ty / h as u32) * tx;
@@ -333,22 +335,30 @@ fn tiles_explained(
             let t = (row + x as u32 * tx / w as u32) as usize;
             let p = prev.luma[(y * w + x) as usize];
             e_zero[t] += p.abs_diff(cur.luma[(y * w + x) as usize]) as u32;
-            if in_y && x + dx >= 0 && x + dx < w {
-                let q = cur.luma[((y + dy) * w + x + dx) as usize];
-                e_shift[t].0 += p.abs_diff(q) as u32;
-                e_shift[t].1 += 1;
+            if !in_y {
+                continue;
+            }
+            for (k, ddx) in [dx - 1, dx, dx + 1].into_iter().enumerate() {
+                if x + ddx >= 0 && x + ddx < w {
+                    let q = cur.luma[((y + dy) * w + x + ddx) as usize];
+                    e_shift[t][k].0 += p.abs_diff(q) as u32;
+                    e_shift[t][k].1 += 1;
+                }
             }
         }
     }
     let px_per_tile = (w * h) as f32 / n as f32;
     let (mut counted, mut explained) = (0u32, 0u32);
     for t in 0..n {
-        let (s, c) = e_shift[t];
+        let c = e_shift[t].iter().map(|e| e.1).min().unwrap_or(0);
         if !changed[t] || (c as f32) < 0.6 * px_per_tile {
             continue;
         }
         counted += 1;
-        let es = s as f32 / c as f32;
+        let es = e_shift[t]
+            .iter()
+            .map(|&(s, c)| s as f32 / c.max(1) as f32)
+            .fold(f32::MAX, f32::min);
         let e0 = e_zero[t] as f32 / px_per_tile;
         if es <= 0.5 * e0 && es < 10.0 {
             explained += 1;
