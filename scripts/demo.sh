@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 scripts/install-deps.sh
 scripts/setup-llama.sh
+scripts/setup-ocr.sh
 cargo build --release --workspace --bins --quiet
 exec target/release/gamepilot demo "$@"

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 scripts/install-deps.sh
 if [ -x scripts/setup-llama.sh ]; then scripts/setup-llama.sh; fi
+scripts/setup-ocr.sh
 export CARGO_TERM_COLOR=never
 echo "== fmt";     cargo fmt --all -- --check
 echo "== clippy";  cargo clippy --workspace --all-targets --quiet -- -D warnings

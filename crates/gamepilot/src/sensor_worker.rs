@@ -1,29 +1,36 @@
-//! The off-thread recognition worker for `region_integer`: drains the sensor crate's request queue, reads
-//! each region with a [`DigitReader`] on its own thread, and hands readings back to the recognition cache.
+//! The off-thread recognition worker for `region_integer`: takes the sensor crate's queued requests into a
+//! bounded queue (the oldest dropped when the reader falls behind), reads each region with a
+//! [`DigitReader`] on its own thread, and hands readings back to the recognition cache.
 //!
-//! The reflex tick never waits on it (`submit` + `collect` never block); the CLI, which is one evaluation
-//! rather than a tick, waits with `wait`. [`TesseractDigits`] adapts the ocr crate's tesseract engine.
+//! The reflex tick never waits on it (`submit` + `collect` never block on the reader); the CLI, which is
+//! one evaluation rather than a tick, waits with `wait`. [`OcrDigits`] adapts the ocr crate's default
+//! engine (PP-OCR's recogniser, digits only, confidence-gated; FR-PERC-008).
 
 use anyhow::Context as _;
 use gamepilot_core::{FrameView, Rect};
 use gamepilot_sensor::{DigitReader, RecognitionCache, RecognitionKey, RecognitionRequest};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::collections::VecDeque;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// `region_integer` over tesseract (the ocr crate's integer reader: upscaled, polarity-normalised,
-/// digit whitelist, single-line page mode).
-pub struct TesseractDigits(gamepilot_ocr::TesseractOcr);
+/// Requests waiting for the reader at most; past this the oldest is dropped (its region stays undefined
+/// and is asked for again on a later tick if it still matters).
+pub const MAX_QUEUED: usize = 8;
 
-impl TesseractDigits {
+/// `region_integer` over the ocr crate's default engine ([`gamepilot_ocr::default_engine`]).
+pub struct OcrDigits(gamepilot_ocr::OcrEngine);
+
+impl OcrDigits {
     pub fn new() -> anyhow::Result<Self> {
-        Ok(TesseractDigits(
-            gamepilot_ocr::TesseractOcr::new().context("starting tesseract for region_integer")?,
+        Ok(OcrDigits(
+            gamepilot_ocr::default_engine().context("starting the OCR engine for region_integer")?,
         ))
     }
 }
 
-impl DigitReader for TesseractDigits {
+impl DigitReader for OcrDigits {
     fn read_integer(&mut self, view: FrameView<'_>, region: Rect, digits: Option<u32>) -> Option<i64> {
         self.0
             .read_integer(&view, region, digits.unwrap_or(0))
@@ -32,12 +39,21 @@ impl DigitReader for TesseractDigits {
     }
 }
 
+/// The queue between the reflex thread and the reader: bounded, drop-oldest.
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<RecognitionRequest>,
+    closed: bool,
+}
+
 /// A worker thread owning one digit reader.
 pub struct SensorWorker {
-    tx: Option<Sender<RecognitionRequest>>,
+    queue: Arc<(Mutex<Queue>, Condvar)>,
     rx: Receiver<(RecognitionKey, Option<i64>)>,
     handle: Option<JoinHandle<()>>,
     in_flight: usize,
+    capacity: usize,
+    dropped: u64,
 }
 
 impl SensorWorker {
@@ -47,7 +63,17 @@ impl SensorWorker {
         R: DigitReader + 'static,
         F: FnOnce() -> anyhow::Result<R> + Send + 'static,
     {
-        let (tx, jobs) = channel::<RecognitionRequest>();
+        SensorWorker::spawn_bounded(make, MAX_QUEUED)
+    }
+
+    /// [`SensorWorker::spawn`] with a queue of at most `capacity` waiting requests.
+    pub fn spawn_bounded<R, F>(make: F, capacity: usize) -> anyhow::Result<SensorWorker>
+    where
+        R: DigitReader + 'static,
+        F: FnOnce() -> anyhow::Result<R> + Send + 'static,
+    {
+        let queue = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
+        let shared = Arc::clone(&queue);
         let (done, rx) = channel();
         let (ready_tx, ready_rx) = channel::<Result<(), String>>();
         let handle = std::thread::Builder::new()
@@ -63,8 +89,27 @@ impl SensorWorker {
                         return;
                     }
                 };
-                for req in jobs {
-                    let reading = req.read_with(&mut reader);
+                let (lock, cv) = &*shared;
+                loop {
+                    let req = {
+                        let Ok(mut q) = lock.lock() else { return };
+                        loop {
+                            if let Some(r) = q.jobs.pop_front() {
+                                break r;
+                            }
+                            if q.closed {
+                                return;
+                            }
+                            q = match cv.wait(q) {
+                                Ok(q) => q,
+                                Err(_) => return,
+                            };
+                        }
+                    };
+                    // A reader that panics on some input loses that reading, not the worker (issue 13).
+                    let reading =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| req.read_with(&mut reader)))
+                            .unwrap_or(None);
                     if done.send((req.key, reading)).is_err() {
                         return;
                     }
@@ -77,22 +122,50 @@ impl SensorWorker {
             Err(_) => anyhow::bail!("the sensor recognition worker stopped while starting"),
         }
         Ok(SensorWorker {
-            tx: Some(tx),
+            queue,
             rx,
             handle: Some(handle),
             in_flight: 0,
+            capacity: capacity.max(1),
+            dropped: 0,
         })
     }
 
-    /// Send every queued request to the worker (never blocks).
+    /// Move every queued request to the worker's bounded queue (never waits for the reader); when the
+    /// queue is full the oldest waiting request is dropped and abandoned in the cache.
     pub fn submit(&mut self, cache: &mut RecognitionCache) {
-        for req in cache.take_requests() {
-            let key = req.key;
-            match self.tx.as_ref().map(|tx| tx.send(req)) {
-                Some(Ok(())) => self.in_flight += 1,
-                _ => cache.abandon(key),
-            }
+        let reqs = cache.take_requests();
+        if reqs.is_empty() {
+            return;
         }
+        let (lock, cv) = &*self.queue;
+        let Ok(mut q) = lock.lock() else {
+            reqs.iter().for_each(|r| cache.abandon(r.key));
+            return;
+        };
+        for req in reqs {
+            if q.jobs.len() >= self.capacity {
+                if let Some(old) = q.jobs.pop_front() {
+                    cache.abandon(old.key);
+                    self.in_flight = self.in_flight.saturating_sub(1);
+                    self.dropped += 1;
+                }
+            }
+            q.jobs.push_back(req);
+            self.in_flight += 1;
+        }
+        drop(q);
+        cv.notify_one();
+    }
+
+    /// Requests dropped because the reader fell behind.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Requests submitted and not yet answered (queued or being read).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
     }
 
     /// Move finished readings into the cache (never blocks); returns how many arrived.
@@ -115,7 +188,7 @@ impl SensorWorker {
             match self.rx.recv_timeout(left) {
                 Ok((key, reading)) => {
                     cache.fulfil(key, reading);
-                    self.in_flight -= 1;
+                    self.in_flight = self.in_flight.saturating_sub(1);
                 }
                 Err(RecvTimeoutError::Timeout) => return false,
                 Err(RecvTimeoutError::Disconnected) => return false,
@@ -127,7 +200,12 @@ impl SensorWorker {
 
 impl Drop for SensorWorker {
     fn drop(&mut self) {
-        self.tx.take();
+        let (lock, cv) = &*self.queue;
+        if let Ok(mut q) = lock.lock() {
+            q.closed = true;
+            q.jobs.clear();
+        }
+        cv.notify_all();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -185,6 +263,65 @@ mod tests {
         gate.send(()).unwrap();
         assert!(w.wait(ctx.recognition, Duration::from_secs(30)));
         assert_eq!(ev.tick(&mut ctx), &[Value::Int(42)]);
+    }
+
+    #[test]
+    fn the_queue_is_bounded_and_drops_the_oldest() {
+        // FR-PERC-008 (issue 13): while the reader is held shut, eight distinct regions are asked for at
+        // a queue of two: the oldest are dropped (abandoned, so asked for again later), the ticks never
+        // wait, and the newest are read once the reader moves.
+        let mut px = Vec::new();
+        for i in 0..64u8 {
+            px.extend_from_slice(&[i, 0, 0, 255]);
+        }
+        let view = FrameView::new(8, 8, 32, PixelFormat::Rgba, &px).unwrap();
+        let mut cache = RecognitionCache::default();
+        let (gate, shut) = channel();
+        let mut w = SensorWorker::spawn_bounded(move || Ok(Gated(shut)), 2).unwrap();
+        for i in 0..8 {
+            cache.lookup(&view, Rect::new(0, i, 1, 1), None);
+            w.submit(&mut cache);
+        }
+        // One request may already be with the reader (blocked on the gate); at most two wait behind it.
+        assert!(w.in_flight() <= 3, "{}", w.in_flight());
+        assert!(w.dropped() >= 5, "{}", w.dropped());
+        for _ in 0..8 {
+            let _ = gate.send(());
+        }
+        assert!(w.wait(&mut cache, Duration::from_secs(30)));
+        assert_eq!(
+            cache.lookup(&view, Rect::new(0, 7, 1, 1), None),
+            gamepilot_sensor::Lookup::Read(Some(56)),
+            "the newest request was read"
+        );
+    }
+
+    #[test]
+    fn a_reader_that_panics_loses_one_reading_not_the_worker() {
+        struct Fragile;
+        impl DigitReader for Fragile {
+            fn read_integer(&mut self, v: FrameView<'_>, r: Rect, _d: Option<u32>) -> Option<i64> {
+                let red = v.rgb(r.x as u32, r.y as u32)[0];
+                assert!(red != 0, "boom");
+                Some(red as i64)
+            }
+        }
+        let px = [0u8, 0, 0, 255, 9, 0, 0, 255];
+        let view = FrameView::new(2, 1, 8, PixelFormat::Rgba, &px).unwrap();
+        let mut cache = RecognitionCache::default();
+        let mut w = SensorWorker::spawn(|| Ok(Fragile)).unwrap();
+        cache.lookup(&view, Rect::new(0, 0, 1, 1), None);
+        cache.lookup(&view, Rect::new(1, 0, 1, 1), None);
+        w.submit(&mut cache);
+        assert!(w.wait(&mut cache, Duration::from_secs(30)));
+        assert_eq!(
+            cache.lookup(&view, Rect::new(0, 0, 1, 1), None),
+            gamepilot_sensor::Lookup::Read(None)
+        );
+        assert_eq!(
+            cache.lookup(&view, Rect::new(1, 0, 1, 1), None),
+            gamepilot_sensor::Lookup::Read(Some(9))
+        );
     }
 
     #[test]

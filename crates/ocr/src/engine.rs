@@ -193,7 +193,7 @@ impl TesseractOcr {
     }
 }
 
-fn check_region(view: &FrameView<'_>, region: Rect) -> Result<Rect, OcrError> {
+pub(crate) fn check_region(view: &FrameView<'_>, region: Rect) -> Result<Rect, OcrError> {
     if region.is_empty() || !view.bounds().contains_rect(&region) {
         return Err(OcrError::RegionOutside {
             region,
@@ -222,7 +222,7 @@ pub fn parse_integer(s: &str, digits: u32) -> Option<i64> {
 }
 
 /// Low-confidence garbage filter: confident enough, mostly letters and digits, not a lone stray mark.
-fn plausible(text: &str, conf: f32, min: f32) -> bool {
+pub(crate) fn plausible(text: &str, conf: f32, min: f32) -> bool {
     if text.is_empty() || conf < min {
         return false;
     }
@@ -271,23 +271,6 @@ impl Ocr for TesseractOcr {
     fn recognize(&mut self, view: &FrameView<'_>, region: Rect) -> Result<Vec<TextLine>, VisionError> {
         Ok(self.lines(view, region)?)
     }
-}
-
-thread_local! {
-    static ENGINE: std::cell::RefCell<Option<TesseractOcr>> = const { std::cell::RefCell::new(None) };
-}
-
-/// `region_integer` for callers without an engine of their own: a per-thread tesseract, blocking.
-/// Prefer [`crate::OcrWorker::integer`] on the reflex thread (never blocks).
-pub fn read_integer(view: &FrameView<'_>, region: Rect, digits: u32) -> Option<i64> {
-    ENGINE.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = TesseractOcr::new().ok();
-        }
-        slot.as_mut()
-            .and_then(|e| e.read_integer(view, region, digits).ok().flatten())
-    })
 }
 
 #[cfg(test)]

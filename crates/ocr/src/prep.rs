@@ -23,12 +23,17 @@ pub struct Prepared {
 impl Prepared {
     /// Prepared-image box → frame box, clamped inside the region.
     pub fn to_frame(&self, left: i64, top: i64, w: i64, h: i64) -> Option<Rect> {
-        let s = self.scale as i64;
+        // Engine output is untrusted: keep the arithmetic far from i64's edges.
+        let lim = |v: i64| v.clamp(-(1 << 40), 1 << 40);
+        let (left, top, w, h) = (lim(left), lim(top), lim(w), lim(h));
+        let s = self.scale.max(1) as i64;
         let p = self.pad as i64;
         let x0 = (left - p).div_euclid(s) + self.origin.0 as i64;
         let y0 = (top - p).div_euclid(s) + self.origin.1 as i64;
         let x1 = (left + w - p + s - 1).div_euclid(s) + self.origin.0 as i64;
         let y1 = (top + h - p + s - 1).div_euclid(s) + self.origin.1 as i64;
+        let c = |v: i64| v.clamp(i32::MIN as i64 / 2, i32::MAX as i64 / 2);
+        let (x0, y0, x1, y1) = (c(x0), c(y0), c(x1), c(y1));
         let r = Rect::new(
             x0 as i32,
             y0 as i32,
@@ -68,14 +73,17 @@ pub fn prepare(
     // Contrast stretch between the ground and the darkest ink.
     let ground_v = if inverted { 255 - ground } else { ground };
     let ink = g.iter().copied().min().unwrap_or(0);
-    if ground_v > ink + 16 {
+    // u32: a bright uniform region (ink near 255) must not wrap `ink + 16` and divide by a zero span.
+    if ground_v as u32 > ink as u32 + 16 {
         let span = (ground_v - ink) as u32;
         g.iter_mut().for_each(|v| {
             let c = (*v).clamp(ink, ground_v) - ink;
             *v = (c as u32 * 255 / span) as u8;
         });
     }
-    let s = scale.max(1);
+    // Bounded so that no region or factor can overflow the prepared image's size.
+    let s = scale.clamp(1, 16);
+    let pad = pad.min(256);
     let (w, h) = (rw * s + 2 * pad, rh * s + 2 * pad);
     let mut out = vec![255u8; (w * h) as usize];
     for y in 0..rh * s {
@@ -154,6 +162,45 @@ fn border_median(g: &[u8], w: u32, h: u32) -> u8 {
         }
     }
     255
+}
+
+/// The box of the pixels that stand out from the region's ground (its border median) by more than a
+/// fixed contrast, in the RGB image's coordinates; `None` for an empty, tiny or uniform region.
+pub fn ink_bounds(rgb: &[u8], w: usize, h: usize) -> Option<Rect> {
+    if w < 2 || h < 2 || rgb.len() < w * h * 3 {
+        return None;
+    }
+    let g: Vec<u8> = rgb
+        .chunks_exact(3)
+        .take(w * h)
+        .map(|p| {
+            let l = (p[0] as u32 * 77 + p[1] as u32 * 150 + p[2] as u32 * 29) >> 8;
+            let m = p[0].max(p[1]).max(p[2]) as u32;
+            ((l + m) / 2) as u8
+        })
+        .collect();
+    let ground = border_median(&g, w as u32, h as u32) as i32;
+    let (mut x0, mut y0, mut x1, mut y1, mut n) = (usize::MAX, usize::MAX, 0usize, 0usize, 0usize);
+    for y in 0..h {
+        for x in 0..w {
+            if (g[y * w + x] as i32 - ground).abs() > 60 {
+                x0 = x0.min(x);
+                y0 = y0.min(y);
+                x1 = x1.max(x);
+                y1 = y1.max(y);
+                n += 1;
+            }
+        }
+    }
+    if n < 3 || y1 - y0 + 1 < 3 {
+        return None;
+    }
+    Some(Rect::new(
+        x0 as i32,
+        y0 as i32,
+        (x1 - x0 + 1) as u32,
+        (y1 - y0 + 1) as u32,
+    ))
 }
 
 /// A fast 64-bit hash of the region's pixels (and its size); the cache key.

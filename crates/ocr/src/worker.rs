@@ -1,9 +1,8 @@
-//! The OCR worker: one thread owning tesseract, fed with copies of changed regions, answering through a
+//! The OCR worker: one thread owning the OCR engine ([`crate::default_engine`]), fed with copies of changed regions, answering through a
 //! channel; results cached by the region's pixel hash so an unchanged region is never read twice.
 //! Callers on the reflex thread never block: they get the cached answer or `None` (undefined) while the
 //! region's new content is being read.
 
-use crate::engine::TesseractOcr;
 use crate::prep::region_hash;
 use crate::OcrError;
 use gamepilot_core::{FrameView, PixelFormat, Point, Rect};
@@ -39,7 +38,7 @@ pub struct WorkerStats {
     pub cache_hits: u64,
 }
 
-/// A tesseract worker thread with a bounded result cache.
+/// An OCR worker thread with a bounded result cache.
 pub struct OcrWorker {
     tx: Option<Sender<Job>>,
     rx: Receiver<((u64, Kind), Result<Answer, String>)>,
@@ -62,7 +61,7 @@ fn crop(view: &FrameView<'_>, r: Rect) -> Vec<u8> {
 }
 
 impl OcrWorker {
-    /// Start the worker thread (tesseract is initialised there; an init failure is returned here).
+    /// Start the worker thread (the engine is initialised there; an init failure is returned here).
     pub fn spawn() -> Result<OcrWorker, OcrError> {
         let (tx, jobs) = channel::<Job>();
         let (done_tx, rx) = channel();
@@ -70,7 +69,7 @@ impl OcrWorker {
         let handle = std::thread::Builder::new()
             .name("gamepilot-ocr".into())
             .spawn(move || {
-                let mut ocr = match TesseractOcr::new() {
+                let mut ocr = match crate::default_engine() {
                     Ok(o) => {
                         let _ = ready_tx.send(Ok(()));
                         o

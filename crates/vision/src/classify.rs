@@ -136,9 +136,13 @@ pub fn classify(prev: &Thumb, cur: &Thumb, p: &ClassifierParams) -> Result<Class
         });
     }
     let err0 = abs_sum as f32 / (w * h) as f32;
-    let shift = estimate_shift(prev, cur, p.max_shift).and_then(|(dx, dy)| {
+    // A view that shifts as a whole (a first-person turn, a side-scroll, a shake): the best global shift
+    // from the projections or a coarse block search, accepted when it explains the frame as a whole or
+    // most of the changed tiles one by one (a fixed HUD and new content at the entering edge aside).
+    let shift = global_shift(prev, cur, p.max_shift).and_then(|(dx, dy)| {
         let es = shifted_error(prev, cur, dx, dy);
-        (es < 0.5 * err0 && es < 6.0).then_some((dx, dy))
+        let whole = es < 0.5 * err0 && es < 6.0;
+        (whole || tiles_explained(prev, cur, dx, dy, &changed_tiles, tx, ty, err0)).then_some((dx, dy))
     });
     let scattered = is_scattered(&changed_tiles, tx, ty);
     let class = if changed_fraction <= p.local_max_fraction && !scattered {
@@ -208,6 +212,159 @@ pub fn hist_distance(a: &[u32; HIST_BINS], b: &[u32; HIST_BINS]) -> f32 {
         .zip(b)
         .map(|(&x, &y)| (x as f32 / na - y as f32 / nb).abs())
         .sum::<f32>()
+}
+
+/// The better of two global-shift estimates (row/column projections, and a coarse-to-fine block search
+/// that a fixed HUD or a band of new content does not mislead); `None` when the best shift is zero.
+fn global_shift(prev: &Thumb, cur: &Thumb, max_shift: i32) -> Option<(i32, i32)> {
+    let a = estimate_shift(prev, cur, max_shift);
+    let b = block_search(prev, cur, max_shift);
+    match (a, b) {
+        (Some(a), Some(b)) if a != b => {
+            let (ea, eb) = (
+                sampled_error(prev, cur, a.0, a.1, 2),
+                sampled_error(prev, cur, b.0, b.1, 2),
+            );
+            Some(if ea <= eb { a } else { b })
+        }
+        (Some(a), _) => Some(a),
+        (None, b) => b,
+    }
+}
+
+/// Coarse-to-fine search: the best shift on a 4×-reduced thumbnail within ±`max_shift`, refined by ±2
+/// thumbnail pixels on every other row. `None` when the best is no shift.
+fn block_search(prev: &Thumb, cur: &Thumb, max_shift: i32) -> Option<(i32, i32)> {
+    let (w, h) = (cur.width as usize, cur.height as usize);
+    let (cw, ch) = (w / 4, h / 4);
+    if cw < 8 || ch < 4 {
+        return None;
+    }
+    let reduce = |t: &Thumb| -> Vec<u16> {
+        let mut out = vec![0u16; cw * ch];
+        for y in 0..ch * 4 {
+            let row = &t.luma[y * w..y * w + cw * 4];
+            for (x, &v) in row.iter().enumerate() {
+                out[(y / 4) * cw + x / 4] += v as u16;
+            }
+        }
+        out
+    };
+    let (ra, rb) = (reduce(prev), reduce(cur));
+    let m = (max_shift / 4).max(1).min(cw as i32 / 3).min(ch as i32 / 3);
+    let mut best = (f32::MAX, 0i32, 0i32);
+    for dy in -m..=m {
+        for dx in -m..=m {
+            let (mut s, mut c) = (0u32, 0u32);
+            for y in 0.max(-dy)..(ch as i32).min(ch as i32 - dy) {
+                let (ia, ib) = (y as i64 * cw as i64, (y + dy) as i64 * cw as i64 + dx as i64);
+                for x in 0.max(-dx) as i64..(cw as i32).min(cw as i32 - dx) as i64 {
+                    s += ra[(ia + x) as usize].abs_diff(rb[(ib + x) as usize]) as u32;
+                    c += 1;
+                }
+            }
+            if c > 0 {
+                let e = s as f32 / c as f32;
+                if e < best.0 - 1e-6 || (e <= best.0 + 1e-6 && dx == 0 && dy == 0) {
+                    best = (e, dx, dy);
+                }
+            }
+        }
+    }
+    let (cx, cy) = (best.1 * 4, best.2 * 4);
+    let mut fine = (f32::MAX, 0, 0);
+    for dy in cy - 2..=cy + 2 {
+        for dx in cx - 2..=cx + 2 {
+            if dx.abs() > max_shift || dy.abs() > max_shift {
+                continue;
+            }
+            let e = sampled_error(prev, cur, dx, dy, 2);
+            if e < fine.0 - 1e-6 || (e <= fine.0 + 1e-6 && dx == 0 && dy == 0) {
+                fine = (e, dx, dy);
+            }
+        }
+    }
+    (fine.1 != 0 || fine.2 != 0).then_some((fine.1, fine.2))
+}
+
+/// Mean |prev(x, y) - cur(x + dx, y + dy)| over the overlap, on every `step`-th row.
+fn sampled_error(prev: &Thumb, cur: &Thumb, dx: i32, dy: i32, step: usize) -> f32 {
+    let (w, h) = (cur.width as i32, cur.height as i32);
+    let (x0, x1) = (0.max(-dx), w.min(w - dx));
+    if x1 <= x0 {
+        return f32::MAX;
+    }
+    let (mut s, mut c) = (0u64, 0u64);
+    for y in (0.max(-dy)..h.min(h - dy)).step_by(step.max(1)) {
+        let a = &prev.luma[(y * w + x0) as usize..(y * w + x1) as usize];
+        let o = ((y + dy) * w + x0 + dx) as usize;
+        let b = &cur.luma[o..o + (x1 - x0) as usize];
+        s += a.iter().zip(b).map(|(&p, &q)| p.abs_diff(q) as u64).sum::<u64>();
+        c += (x1 - x0) as u64;
+    }
+    if c == 0 {
+        f32::MAX
+    } else {
+        s as f32 / c as f32
+    }
+}
+
+/// Whether the shift explains most changed tiles: inside each, the shifted error is at most half the
+/// unshifted one and small in itself. Tiles the shift moves out of the frame are not counted.
+#[allow(clippy::too_many_arguments)]
+fn tiles_explained(
+    prev: &Thumb,
+    cur: &Thumb,
+    dx: i32,
+    dy: i32,
+    changed: &[bool],
+    tx: u32,
+    ty: u32,
+    err0: f32,
+) -> bool {
+    let (w, h) = (cur.width as i32, cur.height as i32);
+    let n = (tx * ty) as usize;
+    // Per tile, the error at the global shift and at one pixel either side of it horizontally: a turn's
+    // floor and edges move a little faster or slower than its centre.
+    let mut e_shift = vec![[(0u32, 0u32); 3]; n];
+    let mut e_zero = vec![0u32; n];
+    for y in 0..h {
+        let row = (y as u32 * ty / h as u32) * tx;
+        let in_y = y + dy >= 0 && y + dy < h;
+        for x in 0..w {
+            let t = (row + x as u32 * tx / w as u32) as usize;
+            let p = prev.luma[(y * w + x) as usize];
+            e_zero[t] += p.abs_diff(cur.luma[(y * w + x) as usize]) as u32;
+            if !in_y {
+                continue;
+            }
+            for (k, ddx) in [dx - 1, dx, dx + 1].into_iter().enumerate() {
+                if x + ddx >= 0 && x + ddx < w {
+                    let q = cur.luma[((y + dy) * w + x + ddx) as usize];
+                    e_shift[t][k].0 += p.abs_diff(q) as u32;
+                    e_shift[t][k].1 += 1;
+                }
+            }
+        }
+    }
+    let px_per_tile = (w * h) as f32 / n as f32;
+    let (mut counted, mut explained) = (0u32, 0u32);
+    for t in 0..n {
+        let c = e_shift[t].iter().map(|e| e.1).min().unwrap_or(0);
+        if !changed[t] || (c as f32) < 0.6 * px_per_tile {
+            continue;
+        }
+        counted += 1;
+        let es = e_shift[t]
+            .iter()
+            .map(|&(s, c)| s as f32 / c.max(1) as f32)
+            .fold(f32::MAX, f32::min);
+        let e0 = e_zero[t] as f32 / px_per_tile;
+        if es <= 0.5 * e0 && es < 10.0 {
+            explained += 1;
+        }
+    }
+    counted >= 4 && explained * 10 >= counted * 7 && err0 >= 1.0
 }
 
 /// Estimate a global translation from the row and column luma projections; `None` when the best
@@ -350,6 +507,55 @@ mod tests {
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
         assert_eq!(c.class, FrameClass::Motion, "{c:?}");
         assert_eq!(c.shift, Some((-5, -2)));
+    }
+
+    /// A value-noise landscape: smooth enough that a shifted copy is recognisably the same view.
+    fn world(x: i32, y: i32) -> u8 {
+        let hash = |a: i32, b: i32| {
+            (((a.wrapping_mul(73_856_093)) ^ (b.wrapping_mul(19_349_663))) as u32 % 180) as f32
+        };
+        let (cx, cy) = (x.div_euclid(6), y.div_euclid(6));
+        let (fx, fy) = (x.rem_euclid(6) as f32 / 6.0, y.rem_euclid(6) as f32 / 6.0);
+        let top = hash(cx, cy) * (1.0 - fx) + hash(cx + 1, cy) * fx;
+        let bot = hash(cx, cy + 1) * (1.0 - fx) + hash(cx + 1, cy + 1) * fx;
+        (top * (1.0 - fy) + bot * fy) as u8 + 40
+    }
+
+    #[test]
+    fn a_camera_turn_under_a_fixed_hud_is_motion() {
+        // FR-PERC-003 (issue 13): a first-person turn shifts the whole view by several pixels; the HUD
+        // band at the bottom stays; new content enters at one edge; the floor moves a little faster.
+        let view = |yaw: i32| {
+            thumb(160, 90, move |x, y| {
+                let (x, y) = (x as i32, y as i32);
+                if y >= 80 {
+                    return if (x / 8) % 2 == 0 { 30 } else { 200 };
+                }
+                let parallax = if y > 55 { yaw / 4 } else { 0 };
+                world(x + yaw + parallax, y)
+            })
+        };
+        for (a, b) in [(0, 7), (0, -9), (20, 24), (5, 16)] {
+            let c = classify(&view(a), &view(b), &ClassifierParams::default()).unwrap();
+            assert_eq!(c.class, FrameClass::Motion, "yaw {a} -> {b}: {c:?}");
+            assert!(c.shift.is_some_and(|(dx, _)| dx.abs() >= 3), "{c:?}");
+        }
+        // A shake: a small shift in both axes.
+        let a = thumb(160, 90, |x, y| world(x as i32, y as i32));
+        let b = thumb(160, 90, |x, y| world(x as i32 + 3, y as i32 - 2));
+        assert_eq!(
+            classify(&a, &b, &ClassifierParams::default()).unwrap().class,
+            FrameClass::Motion
+        );
+    }
+
+    #[test]
+    fn a_different_view_of_the_same_world_is_still_a_scene_change() {
+        // FR-PERC-003: no shift explains an unrelated view, whatever its palette.
+        let a = thumb(160, 90, |x, y| world(x as i32, y as i32));
+        let b = thumb(160, 90, |x, y| world(x as i32 + 400, y as i32 + 300));
+        let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
+        assert_eq!(c.class, FrameClass::Scene, "{c:?}");
     }
 
     #[test]

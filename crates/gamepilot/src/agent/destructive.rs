@@ -294,7 +294,7 @@ mod tests {
         let mut cap = gamepilot_x11::WindowCapturer::new(x, win).unwrap();
         let frame = cap.capture(x, gamepilot_core::MonoTime::ZERO).unwrap();
         let view = frame.view();
-        let mut ocr = gamepilot_ocr::TesseractOcr::new().unwrap();
+        let mut ocr = gamepilot_ocr::default_engine().unwrap();
         let lines = ocr.recognize(&view, view.bounds()).unwrap();
         let mut p = gamepilot_vision::Perceiver::new();
         let obs = p.observe(

@@ -143,7 +143,7 @@ pub fn observe_crop(
     cheap_point: Point,
     cheap: Size,
     pixel_budget: u64,
-    ocr: Option<&mut gamepilot_ocr::TesseractOcr>,
+    ocr: Option<&mut gamepilot_ocr::OcrEngine>,
     excluded: &[Rect],
     at: MonoTime,
 ) -> Result<CropView, String> {
@@ -263,7 +263,7 @@ mod tests {
     use super::*;
     use gamepilot_context::TacticalReply;
     use gamepilot_core::action::MouseButton;
-    use gamepilot_ocr::TesseractOcr;
+    use gamepilot_ocr::default_engine;
     use gamepilot_vision::Ocr;
     use serde_json::Value;
     use std::path::PathBuf;
@@ -320,7 +320,7 @@ mod tests {
         // pass does. Figures are printed; the thresholds are enforced.
         let labels: Value =
             serde_json::from_str(&std::fs::read_to_string(corpus().join("labels.json")).unwrap()).unwrap();
-        let mut ocr = TesseractOcr::new().expect("tesseract-ocr-eng installed");
+        let mut ocr = default_engine().expect("scripts/setup-ocr.sh run");
         let (mut n, mut inside, mut read1, mut read2, mut hit1, mut hit2) = (0, 0, 0, 0, 0, 0);
         let mut frames: Vec<(&String, &Value)> = labels["frames"].as_object().unwrap().iter().collect();
         frames.sort_by_key(|(k, _)| k.as_str());

@@ -222,7 +222,7 @@ pub fn run(
     let mut recognition = RecognitionCache::new(64, 8);
     // region_integer is read by tesseract on its own thread; a missing tesseract leaves it undefined.
     let mut ocr_worker =
-        crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::TesseractDigits::new).ok();
+        crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new).ok();
     let mut ex = Executor::new(setup.exec.clone());
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
     let mut watches: Vec<WatchState> = Vec::new();

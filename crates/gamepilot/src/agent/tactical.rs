@@ -92,7 +92,7 @@ pub fn run(
     let x = X11::connect(setup.display.as_deref())?;
     let mut capturer = WindowCapturer::new(&x, setup.window)?;
     let mut perceiver = Perceiver::new();
-    let mut ocr = gamepilot_ocr::TesseractOcr::new().ok();
+    let mut ocr = gamepilot_ocr::default_engine().ok();
     let marks = mark_font();
     let a11y = AccessibilityFeed::start(setup.window);
     while let Ok(TacticalRequest { job: req }) = rx.recv() {

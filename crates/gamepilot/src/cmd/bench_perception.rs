@@ -1,13 +1,13 @@
 //! `gamepilot bench perception --window W`: perception costs per frame with the obvious alternative
 //! measured in the same run — thumbnail (RENDER-scaled) and sensor-region capture vs full-frame
 //! Composite+SHM vs plain GetImage (NFR-PERC-002); classification per frame (NFR-PERC-001); OCR of one
-//! region vs full-frame tesseract (FR-PERC-004); proposals per frame (FR-PERC-005); the two-stage
+//! region, a `region_integer` read and the full frame, PP-OCR beside tesseract (FR-PERC-004); proposals per frame (FR-PERC-005); the two-stage
 //! expensive pass's crop perception vs the one-pass whole frame (FR-GND-005).
 
 use super::common::{now, WindowArgs};
 use crate::agent::refine;
 use gamepilot_core::Rect;
-use gamepilot_ocr::TesseractOcr;
+use gamepilot_ocr::{default_engine, OcrEngine, PpOcr, TesseractOcr};
 use gamepilot_vision::{classify, propose, Atlas, ClassifierParams, ProposalParams, Thumb};
 use gamepilot_x11::WindowCapturer;
 use std::time::Instant;
@@ -133,20 +133,44 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     line(&format!("segmentation proposals {fw}x{fh}"), &mut prop);
 
     println!("OCR (FR-PERC-004), {} runs each", args.ocr_runs.max(1));
-    let mut ocr = TesseractOcr::new()?;
     let view = full.view();
-    let mut r_ocr = time(args.ocr_runs.max(1), || Ok(ocr.lines(&view, region)?))?;
-    line(&format!("region {}x{} tesseract", region.w, region.h), &mut r_ocr);
+    // The new backbone and the old one side by side, same frame, same region (issue 13).
+    let engines: Vec<(&str, anyhow::Result<OcrEngine>)> = vec![
+        (
+            "ppocr",
+            PpOcr::new()
+                .map(|e| OcrEngine::PpOcr(Box::new(e)))
+                .map_err(Into::into),
+        ),
+        (
+            "tesseract",
+            TesseractOcr::new().map(OcrEngine::Tesseract).map_err(Into::into),
+        ),
+    ];
+    for (name, engine) in engines {
+        let mut e = match engine {
+            Ok(e) => e,
+            Err(err) => {
+                println!("  {name}: unavailable ({err:#})");
+                continue;
+            }
+        };
+        let mut r_ocr = time(args.ocr_runs.max(1), || Ok(e.lines(&view, region)?))?;
+        line(&format!("region {}x{} {name}", region.w, region.h), &mut r_ocr);
+        let mut r_int = time(args.ocr_runs.max(1), || Ok(e.read_integer(&view, region, 0)?))?;
+        line(
+            &format!("region_integer {}x{} {name}", region.w, region.h),
+            &mut r_int,
+        );
+        let mut f_ocr = time(args.ocr_runs.max(1), || Ok(e.lines(&view, view.bounds())?))?;
+        line(&format!("full frame {fw}x{fh} {name}"), &mut f_ocr);
+    }
     let mut worker = gamepilot_ocr::OcrWorker::spawn()?;
     let _ = worker.text(&view, region)?;
     worker.wait_idle(std::time::Duration::from_secs(20));
     let mut hit = time(n, || Ok(worker.text(&view, region)?))?;
     line("region via worker cache hit (unchanged pixels)", &mut hit);
-    let mut f_ocr = time(args.ocr_runs.max(1), || Ok(ocr.lines(&view, view.bounds())?))?;
-    line(
-        &format!("full frame {fw}x{fh} tesseract (alternative)"),
-        &mut f_ocr,
-    );
+    let mut ocr = default_engine()?;
     // FR-GND-005: the expensive pass perceives only the crop; the one-pass alternative is the full-frame
     // OCR and proposals above. The model's input sizes per pass are printed beside.
     println!("two-stage grounding (FR-GND-005), {} runs", args.ocr_runs.max(1));

@@ -1,5 +1,5 @@
 //! `gamepilot doctor`: first-run checks, each with a fix: display, X extensions, a real capture of a
-//! window of its own, tesseract data, the model host.
+//! window of its own, the OCR backend (PP-OCR files and their hashes) and tesseract data, the model host.
 
 use super::common::now;
 use gamepilot_x11::{WindowCapturer, X11};
@@ -103,6 +103,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             );
         }
     }
+    r.check(
+        "OCR backend",
+        gamepilot_ocr::describe_backend().map_err(|e| e.to_string()),
+        "run scripts/setup-ocr.sh (fetches the pinned PP-OCR wheels from PyPI and verifies them)",
+    );
     r.check(
         "tesseract data",
         tesseract_data(),

@@ -7,7 +7,7 @@
 use super::common::{load_image, now, WindowArgs};
 use anyhow::Context as _;
 use gamepilot_core::Frame;
-use gamepilot_ocr::TesseractOcr;
+use gamepilot_ocr::{default_engine, OcrEngine};
 use gamepilot_vision::{Candidate, FrameClass, MarkRenderer, Ocr, Perceiver};
 use gamepilot_x11::WindowCapturer;
 use std::path::{Path, PathBuf};
@@ -77,7 +77,7 @@ pub fn accessibility_candidates(
 /// (whose geometry wins, FR-PERC-010), ids, marks.
 pub fn observe_frame(
     frame: &Frame,
-    ocr: Option<&mut TesseractOcr>,
+    ocr: Option<&mut OcrEngine>,
     font: &Path,
     accessibility: &[Candidate],
 ) -> anyhow::Result<(gamepilot_vision::Observation, image::RgbaImage)> {
@@ -107,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut ocr = if args.no_ocr {
         None
     } else {
-        Some(TesseractOcr::new()?)
+        Some(default_engine()?)
     };
     let mut a11y = Vec::new();
     if args.image.is_none() && !args.no_a11y {

@@ -4,7 +4,7 @@
 //! is undefined only when the digits really cannot be read. `@name` values come from `--prev`.
 
 use super::common::load_image;
-use crate::sensor_worker::{SensorWorker, TesseractDigits};
+use crate::sensor_worker::{OcrDigits, SensorWorker};
 use anyhow::Context as _;
 use gamepilot_core::{Frame, Point, Size, TransformChain};
 use gamepilot_sensor::{render_all, Atlas, EvalContext, Evaluator, Program, RecognitionCache, Template};
@@ -179,7 +179,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<i32> {
         .iter()
         .any(|p| matches!(p, gamepilot_sensor::Primitive::Integer { .. }));
     let mut worker = if needs_ocr {
-        Some(SensorWorker::spawn(TesseractDigits::new)?)
+        Some(SensorWorker::spawn(OcrDigits::new)?)
     } else {
         None
     };
