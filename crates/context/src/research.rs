@@ -144,7 +144,10 @@ mod tests {
             let r = e.render();
             let body = &r[r.find('\n').unwrap() + 1..r.rfind('\n').unwrap()];
             assert!(!body.contains('<'), "{evil:?} -> {body:?}");
-            assert!(!body.contains('\u{FF1C}') && !body.contains('\u{FE64}'), "{body:?}");
+            assert!(
+                !body.contains('\u{FF1C}') && !body.contains('\u{FE64}'),
+                "{body:?}"
+            );
             assert_eq!(r.matches("</untrusted>").count(), 1, "{r}");
         }
         assert_eq!(

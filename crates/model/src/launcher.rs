@@ -224,10 +224,7 @@ impl LocalHost {
                 let log = self.log_tail(30);
                 self.stop();
                 if stranger {
-                    return Err(ModelError::PortTaken {
-                        port: self.port,
-                        log,
-                    });
+                    return Err(ModelError::PortTaken { port: self.port, log });
                 }
                 return Err(ModelError::HealthTimeout {
                     timeout_ms: self.spec.health_timeout.as_millis() as u64,
@@ -455,7 +452,11 @@ mod tests {
         let bin = script(
             dir.path(),
             "copying-server",
-            &format!("#!/bin/sh\ncat \"$2\" > {}\necho \"$2\" >> {}.arg\nexit 3\n", seen.display(), seen.display()),
+            &format!(
+                "#!/bin/sh\ncat \"$2\" > {}\necho \"$2\" >> {}.arg\nexit 3\n",
+                seen.display(),
+                seen.display()
+            ),
         );
         let original = b"GGUF\x03\x00\x00\x00 the verified tensors";
         let (path, digest) = model(dir.path(), original);
@@ -487,7 +488,9 @@ mod tests {
                 let Ok(mut s) = s else { return };
                 let mut buf = [0u8; 1024];
                 let _ = s.read(&mut buf);
-                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}");
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}",
+                );
             }
         });
         assert!(listens_on(std::process::id(), port));
@@ -496,7 +499,10 @@ mod tests {
         spec.health_timeout = Duration::from_millis(800);
         let (v, f) = spec.model.verify_open().unwrap();
         let err = LocalHost::spawn(&spec, vec![v], vec![Arc::new(f)], port).unwrap_err();
-        assert!(matches!(err, ModelError::PortTaken { port: p, .. } if p == port), "{err}");
+        assert!(
+            matches!(err, ModelError::PortTaken { port: p, .. } if p == port),
+            "{err}"
+        );
     }
 
     #[test]

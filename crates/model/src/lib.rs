@@ -81,7 +81,9 @@ pub enum ModelError {
     HostExited { status: String, log: String },
     #[error("model host did not become healthy within {timeout_ms} ms; last log lines:\n{log}")]
     HealthTimeout { timeout_ms: u64, log: String },
-    #[error("port {port} answered /health, but not from the model host gamepilot started; last log lines:\n{log}")]
+    #[error(
+        "port {port} answered /health, but not from the model host gamepilot started; last log lines:\n{log}"
+    )]
     PortTaken { port: u16, log: String },
     #[error("model host {url} sent a reply larger than {limit} bytes; refusing to read more")]
     ReplyTooLarge { url: String, limit: u64 },

@@ -8,10 +8,10 @@
 
 use crate::format::{Line, Record, SessionStart};
 use crate::RecordingError;
+use base64::Engine as _;
 use gamepilot_core::action::Action;
 use gamepilot_core::{FrameView, MonoTime, SubgoalId};
 use gamepilot_grounding::{ActionId, GroundingPath, Target};
-use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -85,9 +85,13 @@ pub fn externalize_images(value: &mut Value, mut store: impl FnMut(&[u8], &str) 
                 };
                 // Only a URL: a MIME subtype and nothing but the base64 alphabet after the comma.
                 let is_url = !kind.is_empty()
-                    && kind.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                    && kind
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
                     && !data.is_empty()
-                    && data.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b));
+                    && data
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b));
                 if !is_url {
                     return;
                 }
@@ -559,7 +563,10 @@ mod tests {
         assert_eq!(parts[0]["text"], "data:image/png;base64, is just text here");
         assert_eq!(parts[1]["image_url"]["url"], "ref:1");
         assert_eq!(parts[2]["image_url"]["url"], "ref:2");
-        assert!(parts[3]["image_url"]["url"].as_str().unwrap().starts_with("(undecodable image/png"));
+        assert!(parts[3]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("(undecodable image/png"));
         assert_eq!(parts[4]["text"], "data:image/png;base64,!!not a URL");
         assert!(!v.to_string().contains(&b64));
         assert_eq!(v["n"], 3);
@@ -594,7 +601,10 @@ mod tests {
         assert!(is_frame_file_name(&name), "{name}");
         let files: Vec<_> = std::fs::read_dir(out.join("frames")).unwrap().collect();
         assert_eq!(files.len(), 1);
-        assert_eq!(std::fs::read(out.join("frames").join(&name)).unwrap(), b"same image bytes");
+        assert_eq!(
+            std::fs::read(out.join("frames").join(&name)).unwrap(),
+            b"same image bytes"
+        );
         let text = std::fs::read_to_string(out.join("events.jsonl")).unwrap();
         assert!(!text.contains(&b64), "base64 inlined");
         assert_eq!(text.matches(&format!("frames/{name}")).count(), 4);

@@ -334,7 +334,12 @@ mod tests {
         };
         assert_eq!(rec.read_frame("000001.png").unwrap(), b"png bytes");
         assert_eq!(rec.read_frame("frames/000001.png").unwrap(), b"png bytes");
-        for bad in ["../../.ssh/id_rsa", "/dev/zero", "../secret", "frames/../../secret"] {
+        for bad in [
+            "../../.ssh/id_rsa",
+            "/dev/zero",
+            "../secret",
+            "frames/../../secret",
+        ] {
             assert!(
                 matches!(rec.read_frame(bad), Err(ReplayError::BadFrameName(_))),
                 "{bad}"
@@ -342,8 +347,14 @@ mod tests {
             assert_eq!(rec.frame_path(bad), None);
         }
         // writer-shaped names that are links to a device or elsewhere are refused too
-        assert!(matches!(rec.read_frame("000002.png"), Err(ReplayError::Io { .. })));
-        assert!(matches!(rec.read_frame("000003.png"), Err(ReplayError::Io { .. })));
+        assert!(matches!(
+            rec.read_frame("000002.png"),
+            Err(ReplayError::Io { .. })
+        ));
+        assert!(matches!(
+            rec.read_frame("000003.png"),
+            Err(ReplayError::Io { .. })
+        ));
         // events.jsonl that is a device is refused instead of read forever
         std::os::unix::fs::symlink("/dev/zero", dir.join("events.jsonl")).unwrap();
         assert!(matches!(Recording::open(&dir), Err(ReplayError::Io { .. })));

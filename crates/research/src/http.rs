@@ -502,7 +502,12 @@ fn embedded_ipv4(v6: &std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
         return Some(low);
     }
     if s[0] == 0x2002 {
-        return Some(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
+        return Some(Ipv4Addr::new(
+            (s[1] >> 8) as u8,
+            s[1] as u8,
+            (s[2] >> 8) as u8,
+            s[2] as u8,
+        ));
     }
     None
 }
@@ -539,24 +544,29 @@ mod tests {
         // issue 14, FR-SKILL-005: NAT64, 6to4, IPv4-compatible, -mapped and -translated addresses are
         // judged by the IPv4 address they reach
         for a in [
-            "64:ff9b::7f00:1",      // NAT64 → 127.0.0.1
-            "64:ff9b::10.0.0.1",    // NAT64 → 10.0.0.1
-            "64:ff9b::a9fe:a9fe",   // NAT64 → 169.254.169.254 (cloud metadata)
-            "64:ff9b:1::1",         // local-use NAT64
-            "2002:7f00:1::",        // 6to4 of 127.0.0.1
-            "2002:c0a8:0101::1",    // 6to4 of 192.168.1.1
-            "2002:0a00:0001:1::5",  // 6to4 of 10.0.0.1
-            "::127.0.0.1",          // IPv4-compatible
+            "64:ff9b::7f00:1",     // NAT64 → 127.0.0.1
+            "64:ff9b::10.0.0.1",   // NAT64 → 10.0.0.1
+            "64:ff9b::a9fe:a9fe",  // NAT64 → 169.254.169.254 (cloud metadata)
+            "64:ff9b:1::1",        // local-use NAT64
+            "2002:7f00:1::",       // 6to4 of 127.0.0.1
+            "2002:c0a8:0101::1",   // 6to4 of 192.168.1.1
+            "2002:0a00:0001:1::5", // 6to4 of 10.0.0.1
+            "::127.0.0.1",         // IPv4-compatible
             "::10.1.2.3",
             "::ffff:10.1.2.3",      // mapped
             "::ffff:0:192.168.0.1", // translated
             "::ffff:169.254.169.254",
             "fec0::1",
-            "2001:0:4136:e378::1",  // Teredo
+            "2001:0:4136:e378::1", // Teredo
         ] {
             assert!(!is_public(a.parse().unwrap()), "{a}");
         }
-        for a in ["64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:1.1.1.1", "::93.184.216.34"] {
+        for a in [
+            "64:ff9b::5db8:d822",
+            "2002:5db8:d822::1",
+            "::ffff:1.1.1.1",
+            "::93.184.216.34",
+        ] {
             assert!(is_public(a.parse().unwrap()), "{a}");
         }
     }

@@ -212,24 +212,133 @@ fn guard_against_screen_text(query: &str, goal: &Goal, screen: &ScreenText) -> R
 /// Words that identify no one: function words of a question and the vocabulary every game screen shows.
 /// A query may share these with the screen; any other word it shares with the screen must be in the goal.
 pub const GENERIC_WORDS: &[&str] = &[
-    "a", "about", "after", "all", "an", "and", "any", "are", "as", "at", "be", "before", "best", "but",
-    "by", "can", "do", "does", "each", "end", "ends", "for", "from", "get", "go", "has", "have", "how",
-    "i", "if", "in", "into", "is", "it", "its", "me", "more", "most", "my", "new", "next", "no", "not",
-    "of", "off", "on", "one", "or", "out", "over", "the", "then", "there", "this", "to", "up", "use",
-    "was", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+    "a",
+    "about",
+    "after",
+    "all",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "before",
+    "best",
+    "but",
+    "by",
+    "can",
+    "do",
+    "does",
+    "each",
+    "end",
+    "ends",
+    "for",
+    "from",
+    "get",
+    "go",
+    "has",
+    "have",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "me",
+    "more",
+    "most",
+    "my",
+    "new",
+    "next",
+    "no",
+    "not",
+    "of",
+    "off",
+    "on",
+    "one",
+    "or",
+    "out",
+    "over",
+    "the",
+    "then",
+    "there",
+    "this",
+    "to",
+    "up",
+    "use",
+    "was",
+    "what",
+    "when",
+    "where",
+    "which",
+    "who",
+    "why",
+    "will",
+    "with",
+    "you",
+    "your",
     // game vocabulary
-    "back", "boss", "button", "continue", "easy", "enemy", "exit", "game", "guide", "hard", "health",
-    "help", "hint", "inventory", "item", "key", "level", "life", "lives", "load", "map", "menu", "mode",
-    "move", "moves", "normal", "options", "pause", "play", "player", "points", "puzzle", "quest", "quit",
-    "restart", "resume", "save", "score", "settings", "shop", "skip", "solution", "start", "stage", "time",
-    "tutorial", "walkthrough", "win",
+    "back",
+    "boss",
+    "button",
+    "continue",
+    "easy",
+    "enemy",
+    "exit",
+    "game",
+    "guide",
+    "hard",
+    "health",
+    "help",
+    "hint",
+    "inventory",
+    "item",
+    "key",
+    "level",
+    "life",
+    "lives",
+    "load",
+    "map",
+    "menu",
+    "mode",
+    "move",
+    "moves",
+    "normal",
+    "options",
+    "pause",
+    "play",
+    "player",
+    "points",
+    "puzzle",
+    "quest",
+    "quit",
+    "restart",
+    "resume",
+    "save",
+    "score",
+    "settings",
+    "shop",
+    "skip",
+    "solution",
+    "start",
+    "stage",
+    "time",
+    "tutorial",
+    "walkthrough",
+    "win",
 ];
 
 /// The words of a text: lower-cased runs of letters, digits and the characters names and addresses are
 /// made of (`_ . @ - '`), trimmed of the punctuation at their ends.
 fn words(s: &str) -> impl Iterator<Item = String> + '_ {
     s.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '@' | '-' | '\'')))
-        .map(|w| w.trim_matches(|c: char| matches!(c, '.' | '-' | '\'')).to_lowercase())
+        .map(|w| {
+            w.trim_matches(|c: char| matches!(c, '.' | '-' | '\''))
+                .to_lowercase()
+        })
         .filter(|w| !w.is_empty())
 }
 
@@ -416,7 +525,10 @@ mod tests {
             "BOB level",
         ] {
             let i = Inference::new(leaky);
-            let err = QueryBuilder::new(&goal).inference(&i).build(&screen, 256).unwrap_err();
+            let err = QueryBuilder::new(&goal)
+                .inference(&i)
+                .build(&screen, 256)
+                .unwrap_err();
             // Short tokens are the word guard's; a long one (the address) may trip the run guard first.
             assert!(
                 matches!(
@@ -440,10 +552,16 @@ mod tests {
         }
         // Generic words, goal words (and their plural/singular) and words the screen does not show pass.
         let own = Inference::new("how do the moves of a level work when lines cross");
-        assert!(QueryBuilder::new(&goal).inference(&own).build(&screen, 256).is_ok());
+        assert!(QueryBuilder::new(&goal)
+            .inference(&own)
+            .build(&screen, 256)
+            .is_ok());
         let goal2 = Goal::new("help bob finish level 3");
         let ok = Inference::new("bob level 3 strategy");
-        assert!(QueryBuilder::new(&goal2).inference(&ok).build(&screen, 256).is_ok());
+        assert!(QueryBuilder::new(&goal2)
+            .inference(&ok)
+            .build(&screen, 256)
+            .is_ok());
         assert_eq!(
             words("Hi, bob.smith@example.com - it's 12:05.").collect::<Vec<_>>(),
             ["hi", "bob.smith@example.com", "it's", "12", "05"]

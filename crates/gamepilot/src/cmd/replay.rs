@@ -28,7 +28,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "note: {} corrupt line(s) were skipped (line {}{})",
             rec.corrupt_lines,
             at.join(", "),
-            if rec.corrupt_lines > rec.corrupt.len() { ", …" } else { "" }
+            if rec.corrupt_lines > rec.corrupt.len() {
+                ", …"
+            } else {
+                ""
+            }
         );
     }
     let out = gamepilot_replay::replay(&rec).context("replaying the recording")?;
