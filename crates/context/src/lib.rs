@@ -26,7 +26,7 @@ pub use history::{HistoryEntry, ObservationText};
 pub use notes::{NoteBlock, NoteCap, NoteOutcome, NoteSkill};
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use prompt::{Block, Cadence, ImagePart, Message, Part, Prompt, Role};
-pub use research::ResearchExcerpt;
+pub use research::{neutralise_untrusted, ResearchExcerpt};
 pub use schema::{localise_schema, parse_localise, tactical_schema, SchemaLimits, Tool, ToolSet};
 pub use validate::validate;
 

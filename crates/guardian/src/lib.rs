@@ -5,6 +5,12 @@
 //! stale (a hung or stopped core), and when the user presses the panic chord — seen through a passive grab
 //! and an XInput2 raw-key watch, which still fires while a game holds an active keyboard grab. Releases go
 //! through the single input module (`gamepilot_x11::input`, FR-ACT-008).
+//!
+//! It survives what stops the core (issue 14): the core starts it in a session and process group of its
+//! own (`setsid` before exec), so Ctrl+C, Ctrl+Z, a hang-up or `kill -- -PGID` aimed at the core's group do
+//! not reach it; [`GuardianSignals`] ignores SIGINT, SIGHUP, SIGTSTP, SIGTTIN and SIGTTOU should one be sent
+//! to it directly, and turns SIGTERM into "release everything, then exit". The stale-heartbeat backstop keeps
+//! working after a halt, so a core that stalls right after a panic release cannot leave a key down.
 
 pub mod shm;
 
@@ -16,6 +22,8 @@ use gamepilot_x11::userinput::{RawInputWatch, RawKind, Watch};
 use gamepilot_x11::{X11Error, X11};
 use std::collections::BTreeSet;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{ConnectionExt as _, GrabMode, ModMask};
@@ -47,7 +55,119 @@ pub struct GuardianOptions {
 /// Why the guardian loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GuardianExit {
+    /// The core is gone (pidfd, pipe EOF or a failed liveness check); everything was released.
     CoreDied,
+    /// The guardian was sent SIGTERM; it released everything and set the halt flag before exiting.
+    Terminated,
+}
+
+impl GuardianExit {
+    /// The process exit status of `gamepilot guardian` for this ending: 0 when the core died, 143
+    /// (128 + SIGTERM, the shell's convention) when it was terminated.
+    pub fn code(self) -> i32 {
+        match self {
+            GuardianExit::CoreDied => 0,
+            GuardianExit::Terminated => 128 + libc::SIGTERM,
+        }
+    }
+}
+
+/// The guardian's signal dispositions (installed through `signal-hook`, never a hand-rolled handler).
+///
+/// - SIGTERM sets a flag: the loop releases everything, sets the halt flag and exits
+///   ([`GuardianExit::Terminated`]).
+/// - SIGINT, SIGHUP and SIGTSTP get a handler that only counts them, which replaces their default action
+///   (terminate, or stop): a Ctrl+C, a closed terminal or a Ctrl+Z meant for the core never stops the
+///   guardian, even if it reaches it.
+/// - SIGTTIN and SIGTTOU are set to "ignore" (`SIG_IGN`, not a handler: with a handler the kernel restarts
+///   a background write to the terminal and sends the signal again, forever), so output to a terminal the
+///   guardian no longer controls never stops it.
+///
+/// SIGKILL and SIGSTOP cannot be caught; the core notices a dead guardian (its child exits) and a stopped
+/// one through the same check, and disarms.
+#[derive(Debug, Clone)]
+pub struct GuardianSignals {
+    term: Arc<AtomicBool>,
+    ignored: Arc<AtomicUsize>,
+}
+
+impl GuardianSignals {
+    /// The signals ignored by a counting handler.
+    pub const IGNORED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGHUP, libc::SIGTSTP];
+    /// The signals set to `SIG_IGN`.
+    pub const TTY: [libc::c_int; 2] = [libc::SIGTTIN, libc::SIGTTOU];
+
+    /// Install the dispositions for this process.
+    pub fn install() -> Result<GuardianSignals, GuardianError> {
+        let term = Arc::new(AtomicBool::new(false));
+        let ignored = Arc::new(AtomicUsize::new(0));
+        signal_hook::flag::register(libc::SIGTERM, term.clone())
+            .map_err(|e| GuardianError::Os(format!("SIGTERM handler: {e}")))?;
+        for sig in Self::IGNORED {
+            let n = ignored.clone();
+            // SAFETY: the action only does an atomic increment, which is async-signal-safe.
+            unsafe {
+                signal_hook::low_level::register(sig, move || {
+                    n.fetch_add(1, Ordering::SeqCst);
+                })
+            }
+            .map_err(|e| GuardianError::Os(format!("handler for signal {sig}: {e}")))?;
+        }
+        for sig in Self::TTY {
+            // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code at all.
+            if unsafe { libc::signal(sig, libc::SIG_IGN) } == libc::SIG_ERR {
+                return Err(GuardianError::Os(format!(
+                    "ignoring signal {sig}: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+        }
+        Ok(GuardianSignals { term, ignored })
+    }
+
+    /// True once SIGTERM arrived.
+    pub fn terminate_requested(&self) -> bool {
+        self.term.load(Ordering::SeqCst)
+    }
+
+    /// How many SIGINT/SIGHUP/SIGTSTP were received and ignored.
+    pub fn ignored_count(&self) -> usize {
+        self.ignored.load(Ordering::SeqCst)
+    }
+}
+
+/// Put the calling process in a new session (and so a new process group) unless it already leads one.
+/// The core does this in the guardian child before exec; the guardian calls it again at start-up so that a
+/// guardian started some other way is detached too. Returns the session id.
+pub fn detach_session() -> Result<u32, GuardianError> {
+    // SAFETY: getsid/getpid/setsid take no pointers.
+    unsafe {
+        let me = libc::getpid();
+        if libc::getsid(0) == me {
+            return Ok(me as u32);
+        }
+        let sid = libc::setsid();
+        if sid < 0 {
+            return Err(GuardianError::Os(format!(
+                "setsid: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(sid as u32)
+    }
+}
+
+/// Process group and session of `pid` (fields 5 and 6 of `/proc/PID/stat`), and its state letter.
+pub fn process_group_and_session(pid: u32) -> Option<(u32, u32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: parse after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let _ppid = f.next()?;
+    let pgrp = f.next()?.parse().ok()?;
+    let session = f.next()?.parse().ok()?;
+    Some((pgrp, session, state))
 }
 
 /// A signal the core, tests and benches send to a process they started.
@@ -127,6 +247,8 @@ pub struct Guardian {
     pidfd: Option<RawFd>,
     stale_released: bool,
     grab_key: Option<u8>,
+    signals: Option<GuardianSignals>,
+    ignored_seen: usize,
 }
 
 impl Guardian {
@@ -178,7 +300,15 @@ impl Guardian {
             pidfd,
             stale_released: false,
             grab_key,
+            signals: None,
+            ignored_seen: 0,
         })
+    }
+
+    /// Let the loop act on the signals `signals` watches (SIGTERM: release and exit).
+    pub fn with_signals(mut self, signals: GuardianSignals) -> Guardian {
+        self.signals = Some(signals);
+        self
     }
 
     pub fn shm(&self) -> &SharedState {
@@ -192,7 +322,9 @@ impl Guardian {
         let keys: Vec<Keysym> = keys.into_iter().map(Keysym).collect();
         let n = self.input.release_all(&self.x11, &keys, &buttons)?;
         let t1 = monotonic_us();
-        if cause != HaltCause::CoreDied {
+        // The first cause stays on the page (a stale release after a panic is still a panic halt); the
+        // panic chord always sets its own.
+        if cause != HaltCause::CoreDied && (cause == HaltCause::Panic || self.shm.halt().is_none()) {
             self.shm.set_halt(cause);
         }
         self.shm.record_release(cause, t1);
@@ -242,6 +374,9 @@ impl Guardian {
 
     /// One pass: wait up to `wait` for events, then act. Returns `Some` when the guardian should exit.
     pub fn step(&mut self, wait: Duration) -> Result<Option<GuardianExit>, GuardianError> {
+        if let Some(exit) = self.check_signals()? {
+            return Ok(Some(exit));
+        }
         if self.drain_events()? {
             self.release_all(HaltCause::Panic)?;
         }
@@ -308,20 +443,45 @@ impl Guardian {
             self.release_all(HaltCause::CoreDied)?;
             return Ok(Some(GuardianExit::CoreDied));
         }
+        if let Some(exit) = self.check_signals()? {
+            return Ok(Some(exit));
+        }
         if self.drain_events()? {
             self.release_all(HaltCause::Panic)?;
         }
-        // The heartbeat backstop: a hung or stopped core.
+        // The heartbeat backstop: a hung or stopped core. It runs whether or not the page is halted: a
+        // core that pressed a key after a halt (it had not read the flag yet) and then stalled must still
+        // be released (issue 14).
         if self.shm.armed() {
             let age = monotonic_us().saturating_sub(self.shm.heartbeat_us());
-            if age > self.opts.stale_after.as_micros() as u64 {
-                if !self.stale_released && self.shm.halt().is_none() {
+            if stale_now(age, self.opts.stale_after) {
+                if !self.stale_released {
                     self.release_all(HaltCause::StaleHeartbeat)?;
                 }
                 self.stale_released = true;
             } else {
                 self.stale_released = false;
             }
+        }
+        Ok(None)
+    }
+
+    /// SIGTERM: release everything, set the halt flag, exit. Ignored signals are only logged.
+    fn check_signals(&mut self) -> Result<Option<GuardianExit>, GuardianError> {
+        let Some(sig) = self.signals.clone() else {
+            return Ok(None);
+        };
+        let n = sig.ignored_count();
+        if n != self.ignored_seen {
+            eprintln!(
+                "guardian: ignored {} SIGINT/SIGHUP/SIGTSTP (they are the core's to act on)",
+                n - self.ignored_seen
+            );
+            self.ignored_seen = n;
+        }
+        if sig.terminate_requested() {
+            self.release_all(HaltCause::GuardianStopped)?;
+            return Ok(Some(GuardianExit::Terminated));
         }
         Ok(None)
     }
@@ -336,9 +496,34 @@ impl Guardian {
     }
 }
 
+/// True when a heartbeat `age_us` old means the core is hung.
+fn stale_now(age_us: u64, stale_after: Duration) -> bool {
+    age_us > stale_after.as_micros() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_process_group_and_session_are_read_from_proc() {
+        // issue 14: tests prove the guardian's own session from /proc/PID/stat
+        let me = std::process::id();
+        let (pgrp, sid, state) = process_group_and_session(me).unwrap();
+        // SAFETY: getpgrp/getsid take no pointers.
+        let (p, s) = unsafe { (libc::getpgrp() as u32, libc::getsid(0) as u32) };
+        assert_eq!((pgrp, sid), (p, s));
+        assert!("RS".contains(state), "{state}");
+        assert_eq!(process_group_and_session(u32::MAX), None);
+    }
+
+    #[test]
+    fn exit_codes_are_distinct() {
+        assert_eq!(GuardianExit::CoreDied.code(), 0);
+        assert_eq!(GuardianExit::Terminated.code(), 143);
+        assert!(stale_now(250_001, Duration::from_millis(250)));
+        assert!(!stale_now(250_000, Duration::from_millis(250)));
+    }
 
     #[test]
     fn modifier_masks() {

@@ -41,6 +41,9 @@ pub enum HaltCause {
     StaleHeartbeat,
     /// The core died.
     CoreDied,
+    /// The guardian itself was told to stop (SIGTERM): it released everything first; input must not stay
+    /// armed without it.
+    GuardianStopped,
 }
 
 impl HaltCause {
@@ -49,6 +52,7 @@ impl HaltCause {
             HaltCause::Panic => 1,
             HaltCause::StaleHeartbeat => 2,
             HaltCause::CoreDied => 3,
+            HaltCause::GuardianStopped => 4,
         }
     }
 
@@ -57,6 +61,7 @@ impl HaltCause {
             1 => Some(HaltCause::Panic),
             2 => Some(HaltCause::StaleHeartbeat),
             3 => Some(HaltCause::CoreDied),
+            4 => Some(HaltCause::GuardianStopped),
             _ => None,
         }
     }

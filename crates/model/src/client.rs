@@ -1,6 +1,8 @@
 //! The chat-completions client for any OpenAI-compatible host (llama.cpp server, vLLM, SGLang, Ollama,
 //! LM Studio): timeouts, cancellation, named errors, the capability probe, and schema-constrained calls
-//! whose broken reply is retried once with the violation fed back, then reported.
+//! whose broken reply is retried once with the violation fed back, then reported. Every body is read with
+//! a size limit ([`MAX_REPLY_BYTES`] by default, [`HostClient::with_reply_limit`]): a host that streams
+//! without end is a named error ([`ModelError::ReplyTooLarge`]), never an unbounded allocation.
 
 use crate::cancel::CancelToken;
 use crate::wire::{ChatReply, ChatRequest};
@@ -48,12 +50,47 @@ pub struct StructuredReply {
     pub calls: Vec<ChatReply>,
 }
 
+/// The largest reply body read by default (a chat completion is a few KiB; a `/props` a few hundred).
+pub const MAX_REPLY_BYTES: u64 = 8 << 20;
+/// How much of an error body is read (it is cut to 600 characters for the message anyway).
+const MAX_ERROR_BODY_BYTES: u64 = 64 << 10;
+
 /// A client of one host.
 #[derive(Debug, Clone)]
 pub struct HostClient {
     base_url: String,
     timeouts: HostTimeouts,
     agent: ureq::Agent,
+    reply_limit: u64,
+}
+
+/// Reads at most `limit` bytes of a body; more is [`ModelError::ReplyTooLarge`].
+fn read_bounded(url: &str, resp: ureq::Response, limit: u64) -> Result<Vec<u8>, ModelError> {
+    use std::io::Read as _;
+    let mut body = Vec::new();
+    resp.into_reader()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut body)
+        .map_err(|e| ModelError::Transport {
+            url: url.to_string(),
+            detail: format!("reading the reply: {e}"),
+        })?;
+    if body.len() as u64 > limit {
+        return Err(ModelError::ReplyTooLarge {
+            url: url.to_string(),
+            limit,
+        });
+    }
+    Ok(body)
+}
+
+/// Reads a bounded body as JSON.
+fn read_json(url: &str, resp: ureq::Response, limit: u64) -> Result<Value, ModelError> {
+    let body = read_bounded(url, resp, limit)?;
+    serde_json::from_slice(&body).map_err(|e| ModelError::Protocol {
+        url: url.to_string(),
+        detail: format!("the reply body is not JSON: {e}"),
+    })
 }
 
 impl HostClient {
@@ -76,7 +113,18 @@ impl HostClient {
             base_url: base,
             timeouts,
             agent,
+            reply_limit: MAX_REPLY_BYTES,
         })
+    }
+
+    /// The same client with another reply size limit (bytes, at least 1 KiB).
+    pub fn with_reply_limit(mut self, bytes: u64) -> Self {
+        self.reply_limit = bytes.max(1024);
+        self
+    }
+
+    pub fn reply_limit(&self) -> u64 {
+        self.reply_limit
     }
 
     pub fn base_url(&self) -> &str {
@@ -90,7 +138,8 @@ impl HostClient {
     fn map_err(&self, url: &str, e: ureq::Error) -> ModelError {
         match e {
             ureq::Error::Status(status, resp) => {
-                let mut body = resp.into_string().unwrap_or_default();
+                let raw = read_bounded(url, resp, MAX_ERROR_BODY_BYTES).unwrap_or_default();
+                let mut body = String::from_utf8_lossy(&raw).into_owned();
                 if body.len() > 600 {
                     let mut cut = 600;
                     while !body.is_char_boundary(cut) {
@@ -130,10 +179,7 @@ impl HostClient {
     fn get_json(&self, path: &str) -> Result<Value, ModelError> {
         let url = format!("{}{}", self.base_url, path);
         let resp = self.agent.get(&url).call().map_err(|e| self.map_err(&url, e))?;
-        resp.into_json::<Value>().map_err(|e| ModelError::Protocol {
-            url,
-            detail: e.to_string(),
-        })
+        read_json(&url, resp, self.reply_limit)
     }
 
     /// `GET /health` is 200 (llama.cpp answers 503 while loading).
@@ -180,12 +226,13 @@ impl HostClient {
         let (tx, rx) = mpsc::channel();
         let agent = self.agent.clone();
         let worker_url = url.clone();
+        let limit = self.reply_limit;
         let started = Instant::now();
         std::thread::Builder::new()
             .name("model-call".into())
             .spawn(move || {
                 let r = match agent.post(&worker_url).send_json(body) {
-                    Ok(resp) => resp.into_json::<Value>().map_err(|e| Err(e.to_string())),
+                    Ok(resp) => read_json(&worker_url, resp, limit).map_err(Err),
                     Err(e) => Err(Ok(e)),
                 };
                 let _ = tx.send(r);
@@ -202,10 +249,7 @@ impl HostClient {
                     return ChatReply::parse(&url, &v, wall_ms);
                 }
                 Ok(Err(Ok(e))) => return Err(self.map_err(&url, e)),
-                Ok(Err(Err(detail))) => {
-                    let detail = format!("the reply body is not JSON: {detail}");
-                    return Err(ModelError::Protocol { url, detail });
-                }
+                Ok(Err(Err(e))) => return Err(e),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if cancel.is_cancelled() {
                         return Err(ModelError::Cancelled);
@@ -429,6 +473,34 @@ mod tests {
     fn completion(content: &str) -> String {
         json!({"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
             .to_string()
+    }
+
+    #[test]
+    fn an_oversized_reply_is_a_named_error() {
+        // issue 14 (bounded everything): model replies are read with a size limit
+        let big = completion(&"x".repeat(64 * 1024));
+        let (url, _) = fake_host(vec![big.clone()]);
+        let (url2, _) = fake_host(vec![big]);
+        let c = HostClient::new(&url, HostTimeouts::default())
+            .unwrap()
+            .with_reply_limit(16 * 1024);
+        let req = ChatRequest {
+            model: "m".into(),
+            messages: vec![json!({"role":"user","content":"go"})],
+            max_tokens: 8,
+            temperature: 0.0,
+            schema: None,
+            image_pixels: None,
+        };
+        let err = c.chat(&req, &CancelToken::new()).unwrap_err();
+        assert!(
+            matches!(err, ModelError::ReplyTooLarge { limit: 16384, .. }),
+            "{err}"
+        );
+        // Under the default limit the same reply reads.
+        let c = HostClient::new(&url2, HostTimeouts::default()).unwrap();
+        assert_eq!(c.reply_limit(), MAX_REPLY_BYTES);
+        assert!(c.chat(&req, &CancelToken::new()).is_ok());
     }
 
     #[test]

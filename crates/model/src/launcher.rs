@@ -2,12 +2,25 @@
 //! port with a verified GGUF (and mmproj for vision models). Weights are verified BEFORE the process is
 //! spawned (FR-MODEL-005); the host is stopped with the session (Drop kills it). Its log is kept in a
 //! bounded in-memory tail, never on disk (INV-CTX-001).
+//!
+//! Fault tolerance (issue 14):
+//! - it dies with gamepilot: the child asks the kernel for SIGTERM when its parent goes
+//!   (`PR_SET_PDEATHSIG`), so a `kill -9` of the core cannot leave a model host holding the GPU. The kernel
+//!   sends it when the *thread* that spawned the host ends, so start the host from a thread that lives as
+//!   long as the session (the main thread);
+//! - it is judged by its own `/health`: the loopback port must be listened on by the process we started
+//!   (checked in `/proc/net/tcp*` and the child's descriptors), so a stranger that took the port between
+//!   the probe and the bind is never mistaken for our host;
+//! - it loads the bytes that were verified: the weights are hashed through one open descriptor, which the
+//!   child inherits and opens as `/proc/self/fd/N`; a file replaced on disk after the check is not loaded.
 
 use crate::client::{HostClient, HostTimeouts};
 use crate::weights::{VerifiedWeights, WeightsSpec};
 use crate::ModelError;
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -57,16 +70,51 @@ pub struct LocalHost {
     port: u16,
     spec: LaunchSpec,
     verified: Vec<VerifiedWeights>,
+    /// The verified weights' descriptors (model first), inherited by the host as `/proc/self/fd/N`.
+    weights: Vec<Arc<File>>,
     log: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// The path under which a process opens its own descriptor `fd`.
+pub fn fd_path(fd: RawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{fd}"))
+}
+
+/// Exponential back-off between tries: `first`, doubled each time, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    pub fn new(first: Duration, max: Duration) -> Backoff {
+        Backoff {
+            next: first.min(max),
+            max,
+        }
+    }
+
+    /// The wait before the next try (and doubles the one after).
+    pub fn next_delay(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
 }
 
 impl LocalHost {
     /// Verifies the weights, then starts the server and waits until `/health` answers 200.
     pub fn start(spec: LaunchSpec) -> Result<LocalHost, ModelError> {
-        // FR-MODEL-005: nothing is spawned unless every weights file verifies.
-        let mut verified = vec![spec.model.verify()?];
+        // FR-MODEL-005: nothing is spawned unless every weights file verifies; the descriptors that were
+        // hashed are the ones the host reads.
+        let (v, f) = spec.model.verify_open()?;
+        let mut verified = vec![v];
+        let mut weights = vec![Arc::new(f)];
         if let Some(mm) = &spec.mmproj {
-            verified.push(mm.verify()?);
+            let (v, f) = mm.verify_open()?;
+            verified.push(v);
+            weights.push(Arc::new(f));
         }
         if !spec.server_bin.is_file() {
             return Err(ModelError::Launch {
@@ -75,8 +123,9 @@ impl LocalHost {
             });
         }
         let mut last_err = None;
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
         for _ in 0..3 {
-            match Self::spawn(&spec, verified.clone()) {
+            match Self::spawn(&spec, verified.clone(), weights.clone(), free_port()?) {
                 Ok(h) => return Ok(h),
                 // A port taken between probe and bind: try another.
                 Err(ModelError::HostExited { log, status })
@@ -84,38 +133,38 @@ impl LocalHost {
                 {
                     last_err = Some(ModelError::HostExited { log, status });
                 }
+                Err(e @ ModelError::PortTaken { .. }) => last_err = Some(e),
                 Err(e) => return Err(e),
             }
+            std::thread::sleep(backoff.next_delay());
         }
         Err(last_err.unwrap_or(ModelError::Config("could not start the host".into())))
     }
 
-    fn spawn(spec: &LaunchSpec, verified: Vec<VerifiedWeights>) -> Result<LocalHost, ModelError> {
-        let port = free_port()?;
+    fn spawn(
+        spec: &LaunchSpec,
+        verified: Vec<VerifiedWeights>,
+        weights: Vec<Arc<File>>,
+        port: u16,
+    ) -> Result<LocalHost, ModelError> {
+        let fds: Vec<RawFd> = weights.iter().map(|f| f.as_raw_fd()).collect();
+        let Some(&model_fd) = fds.first() else {
+            return Err(ModelError::Config("no verified weights to load".into()));
+        };
         let mut cmd = Command::new(&spec.server_bin);
         cmd.arg("-m")
-            .arg(&spec.model.path)
+            .arg(fd_path(model_fd))
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["-c", &spec.ctx_size.to_string()])
             .args(["-t", &spec.threads.max(1).to_string()])
             .args(["-np", "1", "--no-webui"]);
-        if let Some(mm) = &spec.mmproj {
-            cmd.arg("--mmproj").arg(&mm.path);
+        if let (Some(_), Some(&mm_fd)) = (&spec.mmproj, fds.get(1)) {
+            cmd.arg("--mmproj").arg(fd_path(mm_fd));
         }
         if let Some(n) = spec.gpu_layers {
             cmd.args(["-ngl", &n.to_string()]);
         }
-        let nice = spec.nice.clamp(0, 19);
-        if nice > 0 {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: `nice` is async-signal-safe and touches only the forked child's own priority.
-            unsafe {
-                cmd.pre_exec(move || {
-                    libc::nice(nice);
-                    Ok(())
-                });
-            }
-        }
+        configure_child(&mut cmd, spec.nice.clamp(0, 19), fds);
         cmd.args(&spec.extra_args)
             .env("OMP_WAIT_POLICY", "passive")
             .stdin(Stdio::null())
@@ -137,6 +186,7 @@ impl LocalHost {
             port,
             spec: spec.clone(),
             verified,
+            weights,
             log,
         };
         host.wait_healthy()?;
@@ -149,6 +199,7 @@ impl LocalHost {
             call: Duration::from_secs(2),
         })?;
         let started = Instant::now();
+        let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(250));
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
@@ -161,18 +212,26 @@ impl LocalHost {
                     });
                 }
             }
+            let mut stranger = false;
             if client.health().is_ok() {
-                return Ok(());
+                // Our /health only: the port must be listened on by the process we started.
+                match self.pid() {
+                    Some(pid) if listens_on(pid, self.port) => return Ok(()),
+                    _ => stranger = true,
+                }
             }
             if started.elapsed() > self.spec.health_timeout {
                 let log = self.log_tail(30);
                 self.stop();
+                if stranger {
+                    return Err(ModelError::PortTaken { port: self.port, log });
+                }
                 return Err(ModelError::HealthTimeout {
                     timeout_ms: self.spec.health_timeout.as_millis() as u64,
                     log,
                 });
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(backoff.next_delay());
         }
     }
 
@@ -186,6 +245,11 @@ impl LocalHost {
 
     pub fn spec(&self) -> &LaunchSpec {
         &self.spec
+    }
+
+    /// The descriptors of the verified weights the host was given (model first).
+    pub fn weights_fds(&self) -> Vec<RawFd> {
+        self.weights.iter().map(|f| f.as_raw_fd()).collect()
     }
 
     /// The weights as verified before launch (digest and length), for the session recording.
@@ -241,6 +305,80 @@ impl Drop for LocalHost {
     }
 }
 
+/// The child side of the spawn, run between fork and exec: lower the priority, ask for SIGTERM when the
+/// parent (thread) goes, refuse to start if it is already gone, and let the verified weights' descriptors
+/// survive exec.
+fn configure_child(cmd: &mut Command, nice: i32, keep_fds: Vec<RawFd>) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls (nice, prctl, getppid, fcntl) on the forked child's own state.
+    unsafe {
+        cmd.pre_exec(move || {
+            if nice > 0 {
+                libc::nice(nice);
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died before prctl took effect: do not outlive it.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("the parent exited during the spawn"));
+            }
+            for &fd in &keep_fds {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// True when process `pid` holds a socket listening on loopback TCP `port` (IPv4 or IPv6).
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        inodes.extend(listening_inodes(&text, port));
+    }
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    dir.filter_map(Result::ok).any(|e| {
+        std::fs::read_link(e.path())
+            .ok()
+            .and_then(|l| {
+                l.to_str()
+                    .and_then(|s| s.strip_prefix("socket:["))
+                    .and_then(|s| s.strip_suffix(']'))
+                    .and_then(|s| s.parse::<u64>().ok())
+            })
+            .is_some_and(|ino| inodes.contains(&ino))
+    })
+}
+
+/// The inodes of the sockets in a `/proc/net/tcp{,6}` table that listen (state 0A) on `port`.
+fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local = f.get(1)?;
+            let (_, p) = local.rsplit_once(':')?;
+            let p = u16::from_str_radix(p, 16).ok()?;
+            (p == port && *f.get(3)? == "0A").then_some(())?;
+            f.get(9)?.parse().ok()
+        })
+        .collect()
+}
+
 fn free_port() -> Result<u16, ModelError> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| ModelError::Config(format!("no free loopback port: {e}")))?;
@@ -288,6 +426,119 @@ mod tests {
         assert!(matches!(err, ModelError::WeightsMismatch { .. }), "{err}");
         assert!(err.to_string().contains("m.gguf"));
         assert!(!marker.exists(), "the host was started despite bad weights");
+    }
+
+    fn script(dir: &std::path::Path, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = dir.join(name);
+        std::fs::write(&bin, body).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin
+    }
+
+    fn model(dir: &std::path::Path, bytes: &[u8]) -> (PathBuf, String) {
+        let model = dir.join("m.gguf");
+        std::fs::write(&model, bytes).unwrap();
+        let digest = crate::weights::sha256_file(&model).unwrap();
+        (model, digest)
+    }
+
+    #[test]
+    fn the_host_loads_the_verified_descriptor_not_the_path() {
+        // issue 14, FR-MODEL-005: a verified file replaced after the check is not what gets loaded
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("seen");
+        // The fake host copies what its -m argument names, then exits.
+        let bin = script(
+            dir.path(),
+            "copying-server",
+            &format!(
+                "#!/bin/sh\ncat \"$2\" > {}\necho \"$2\" >> {}.arg\nexit 3\n",
+                seen.display(),
+                seen.display()
+            ),
+        );
+        let original = b"GGUF\x03\x00\x00\x00 the verified tensors";
+        let (path, digest) = model(dir.path(), original);
+        let spec = LaunchSpec::new(&bin, WeightsSpec::new(&path, &digest));
+        let (v, f) = spec.model.verify_open().unwrap();
+        // Replaced between the check and the spawn.
+        let evil = dir.path().join("evil");
+        std::fs::write(&evil, b"GGUF\x03\x00\x00\x00 something else entirely").unwrap();
+        std::fs::rename(&evil, &path).unwrap();
+        let err = LocalHost::spawn(&spec, vec![v], vec![Arc::new(f)], free_port().unwrap()).unwrap_err();
+        assert!(matches!(err, ModelError::HostExited { .. }), "{err}");
+        assert_eq!(std::fs::read(&seen).unwrap(), original);
+        let arg = std::fs::read_to_string(format!("{}.arg", seen.display())).unwrap();
+        assert!(arg.starts_with("/proc/self/fd/"), "{arg}");
+    }
+
+    #[test]
+    fn a_stranger_on_the_port_is_not_our_health() {
+        // issue 14: the host is checked by its own /health on the port it was given
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let bin = script(dir.path(), "idle-server", "#!/bin/sh\nexec sleep 10\n");
+        let (path, digest) = model(dir.path(), b"GGUF\x03\x00\x00\x00 tensors");
+        // Someone else answers /health 200 on the port.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}",
+                );
+            }
+        });
+        assert!(listens_on(std::process::id(), port));
+        assert!(!listens_on(std::process::id(), free_port().unwrap()));
+        let mut spec = LaunchSpec::new(&bin, WeightsSpec::new(&path, &digest));
+        spec.health_timeout = Duration::from_millis(800);
+        let (v, f) = spec.model.verify_open().unwrap();
+        let err = LocalHost::spawn(&spec, vec![v], vec![Arc::new(f)], port).unwrap_err();
+        assert!(
+            matches!(err, ModelError::PortTaken { port: p, .. } if p == port),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_host_gets_sigterm_when_its_spawning_thread_ends() {
+        // issue 14: the model host dies with gamepilot (PR_SET_PDEATHSIG)
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        configure_child(&mut cmd, 0, Vec::new());
+        let mut child = std::thread::spawn(move || cmd.spawn().unwrap()).join().unwrap();
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if t0.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                panic!("the child outlived its parent thread");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let mut b = Backoff::new(Duration::from_millis(20), Duration::from_millis(100));
+        let d: Vec<u64> = (0..5).map(|_| b.next_delay().as_millis() as u64).collect();
+        assert_eq!(d, [20, 40, 80, 100, 100]);
+    }
+
+    #[test]
+    fn listening_inodes_parse_proc_net_tcp() {
+        let t = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 12345 1 0000000000000000 100 0 0 10 0\n   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 999 1 0000000000000000 100 0 0 10 0\n";
+        assert_eq!(listening_inodes(t, 8080), vec![12345]);
+        assert!(listening_inodes(t, 8081).is_empty());
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use cancel::CancelToken;
 pub use client::{Capabilities, HostClient, HostTimeouts, StructuredReply};
 pub use gpu::{GpuMemory, MemorySource, Nvml};
 pub use ladder::{DegradeCommand, DegradeLadder, DegradeLevel, LadderConfig};
-pub use launcher::{LaunchSpec, LocalHost};
+pub use launcher::{Backoff, LaunchSpec, LocalHost};
 pub use weights::{VerifiedWeights, WeightsSpec};
 pub use wire::{CallTimings, ChatReply, ChatRequest};
 
@@ -81,6 +81,12 @@ pub enum ModelError {
     HostExited { status: String, log: String },
     #[error("model host did not become healthy within {timeout_ms} ms; last log lines:\n{log}")]
     HealthTimeout { timeout_ms: u64, log: String },
+    #[error(
+        "port {port} answered /health, but not from the model host gamepilot started; last log lines:\n{log}"
+    )]
+    PortTaken { port: u16, log: String },
+    #[error("model host {url} sent a reply larger than {limit} bytes; refusing to read more")]
+    ReplyTooLarge { url: String, limit: u64 },
     #[error("no GPU: {0}")]
     NoGpu(String),
     #[error("GPU query failed: {0}")]

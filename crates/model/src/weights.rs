@@ -73,19 +73,28 @@ impl WeightsSpec {
 
     /// Verifies the file. Reads it once, streaming.
     pub fn verify(&self) -> Result<VerifiedWeights, ModelError> {
+        self.verify_open().map(|(v, _file)| v)
+    }
+
+    /// Verifies the file through one open descriptor and returns that descriptor with the proof: the
+    /// bytes hashed are the bytes of the returned [`File`], whatever happens to the path afterwards (a
+    /// file renamed over it, a symlink swapped). The launcher hands this descriptor to the host
+    /// (`/proc/self/fd/N`) instead of letting it open the path a second time.
+    pub fn verify_open(&self) -> Result<(VerifiedWeights, File), ModelError> {
         let expected = self.expected_digest()?;
         let path = &self.path;
         let io = |e: std::io::Error| ModelError::WeightsIo {
             path: path.clone(),
             detail: e.to_string(),
         };
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
+        let mut file = match File::open(path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ModelError::WeightsMissing { path: path.clone() })
             }
             Err(e) => return Err(io(e)),
         };
+        let meta = file.metadata().map_err(io)?;
         if !meta.is_file() {
             return Err(ModelError::WeightsIo {
                 path: path.clone(),
@@ -102,22 +111,52 @@ impl WeightsSpec {
                 });
             }
         }
-        let actual = sha256_file(path)?;
+        let (actual, hashed_len) = sha256_reader(&mut file).map_err(io)?;
         if actual != expected {
             return Err(ModelError::WeightsMismatch {
                 path: path.clone(),
                 expected,
                 actual,
-                len,
+                len: hashed_len,
             });
         }
-        check_gguf_magic(path)?;
-        Ok(VerifiedWeights {
-            path: path.clone(),
-            sha256: actual,
-            len,
-        })
+        let mut magic = [0u8; 4];
+        let magic_ok = matches!(
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut magic, 0),
+            Ok(()) if &magic == b"GGUF"
+        );
+        if !magic_ok {
+            return Err(ModelError::NotGguf { path: path.clone() });
+        }
+        Ok((
+            VerifiedWeights {
+                path: path.clone(),
+                sha256: actual,
+                len: hashed_len,
+            },
+            file,
+        ))
     }
+}
+
+/// Hex SHA-256 and length of everything `r` yields.
+fn sha256_reader(r: &mut impl Read) -> std::io::Result<(String, u64)> {
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n_total = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        n_total += n as u64;
+        h.update(&buf[..n]);
+    }
+    Ok((h.finalize().iter().map(|b| format!("{b:02x}")).collect(), n_total))
 }
 
 /// Hex SHA-256 of a file.
@@ -127,31 +166,7 @@ pub fn sha256_file(path: &Path) -> Result<String, ModelError> {
         detail: e.to_string(),
     };
     let mut f = File::open(path).map_err(io)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Only GGUF files go to llama-server (the magic is `GGUF`).
-fn check_gguf_magic(path: &Path) -> Result<(), ModelError> {
-    let mut magic = [0u8; 4];
-    let mut f = File::open(path).map_err(|e| ModelError::WeightsIo {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    })?;
-    match f.read_exact(&mut magic) {
-        Ok(()) if &magic == b"GGUF" => Ok(()),
-        _ => Err(ModelError::NotGguf {
-            path: path.to_path_buf(),
-        }),
-    }
+    sha256_reader(&mut f).map(|(hex, _)| hex).map_err(io)
 }
 
 #[cfg(test)]
@@ -224,6 +239,24 @@ mod tests {
         )
         .unwrap();
         assert!(WeightsSpec::recorded(&p).verify().is_ok());
+    }
+
+    #[test]
+    fn verified_descriptor_keeps_the_checked_bytes_when_the_path_is_replaced() {
+        // issue 14, FR-MODEL-005: the file that was checked is the one loaded, not a second open by path
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), "m.gguf", BODY);
+        let digest = sha256_file(&p).unwrap();
+        let (v, file) = WeightsSpec::new(&p, &digest).verify_open().unwrap();
+        assert_eq!(v.sha256, digest);
+        // Replaced after the check (renamed over, as a download or an attacker would).
+        let evil = write(dir.path(), "evil.gguf", b"GGUF\x03\x00\x00\x00 other tensors!!");
+        std::fs::rename(&evil, &p).unwrap();
+        assert_ne!(sha256_file(&p).unwrap(), digest);
+        // What the host opens: /proc/self/fd/N of the verified descriptor.
+        let via_fd = crate::launcher::fd_path(std::os::fd::AsRawFd::as_raw_fd(&file));
+        assert_eq!(std::fs::read(&via_fd).unwrap(), BODY);
+        assert_eq!(sha256_file(&via_fd).unwrap(), digest);
     }
 
     #[test]

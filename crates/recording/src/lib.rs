@@ -1,7 +1,8 @@
 //! IO edge: the session recording writer (write-only for the agent, INV-CTX-002).
 //!
 //! One folder per session: `events.jsonl` (one JSON object per line, the first a `session_start` carrying
-//! the schema version) and `frames/NNNNNN.png` written when the frame changed. The format is documented in
+//! the schema version), `frames/NNNNNN.png` written when the frame changed, and `frames/img-<sha256>.<ext>`
+//! for each distinct image a prompt carried (referenced from the prompt record, never inlined). The format is documented in
 //! `docs/recording-format.md`. This crate only writes; the reader lives in `gamepilot-replay`, which no
 //! agent crate may depend on.
 
@@ -9,7 +10,7 @@ pub mod format;
 mod writer;
 
 pub use format::{Line, Record, SessionStart, SCHEMA_VERSION};
-pub use writer::Recorder;
+pub use writer::{externalize_images, image_file_name, is_frame_file_name, Recorder, SYNC_EVERY};
 
 /// Errors of the recording writer.
 #[derive(Debug, thiserror::Error)]

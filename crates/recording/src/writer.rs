@@ -1,14 +1,28 @@
 //! The writer: creates the session folder, appends lines to `events.jsonl`, writes changed frames as PNG.
+//!
+//! Crash safety (issue 14): every record is flushed to the file as soon as it is written (a crash loses at
+//! most the line being written, which the reader then skips), the file is fsynced every
+//! [`SYNC_EVERY`] and at [`Recorder::finish`]. Images inside prompt records are never inlined: each
+//! `data:image/…;base64,…` URL is stored once under `frames/` by content hash and the record names the file
+//! ([`externalize_images`]).
 
 use crate::format::{Line, Record, SessionStart};
 use crate::RecordingError;
+use base64::Engine as _;
 use gamepilot_core::action::Action;
 use gamepilot_core::{FrameView, MonoTime, SubgoalId};
 use gamepilot_grounding::{ActionId, GroundingPath, Target};
 use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How often the events file is fsynced while the session runs (it is flushed after every record).
+pub const SYNC_EVERY: Duration = Duration::from_secs(2);
 
 /// Writes one session's recording. Write-only: nothing here reads a recording back (INV-CTX-002).
 pub struct Recorder {
@@ -17,6 +31,86 @@ pub struct Recorder {
     seq: u64,
     frames: u64,
     last_frame: [Option<u64>; 2],
+    last_sync: Instant,
+    images: HashSet<String>,
+}
+
+/// True for a file name the writer puts under `frames/`: a frame `NNNNNN.png` (six or more digits) or an
+/// image stored by content hash, `img-<64 hex>.<png|jpg|webp|gif|bin>`. Readers accept no other name, so
+/// a recording cannot point them at `../../.ssh/id_rsa` or `/dev/zero`.
+pub fn is_frame_file_name(name: &str) -> bool {
+    if let Some(stem) = name.strip_suffix(".png") {
+        if stem.len() >= 6 && stem.len() <= 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
+            return true;
+        }
+    }
+    let Some(rest) = name.strip_prefix("img-") else {
+        return false;
+    };
+    let Some((hash, ext)) = rest.split_once('.') else {
+        return false;
+    };
+    hash.len() == 64
+        && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && matches!(ext, "png" | "jpg" | "webp" | "gif" | "bin")
+}
+
+/// The file name an image is stored under: `img-<sha256 of the bytes>.<extension of the MIME type>`.
+pub fn image_file_name(bytes: &[u8], mime: &str) -> String {
+    let ext = match mime {
+        "image/png" => "png",
+        "image/jpeg" | "image/jpg" => "jpg",
+        "image/webp" => "webp",
+        "image/gif" => "gif",
+        _ => "bin",
+    };
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("img-{hex}.{ext}")
+}
+
+/// Replaces every string in `value` that is a `data:image/<type>;base64,<data>` URL by what `store`
+/// returns for the decoded bytes and the MIME type (the writer stores the file once and returns
+/// `frames/<name>`). A URL whose base64 does not decode is replaced by a short note, never kept inline.
+/// Returns how many URLs were replaced. Pure apart from what `store` does.
+pub fn externalize_images(value: &mut Value, mut store: impl FnMut(&[u8], &str) -> String) -> usize {
+    fn walk(v: &mut Value, store: &mut dyn FnMut(&[u8], &str) -> String, n: &mut usize) {
+        match v {
+            Value::String(s) => {
+                let Some(rest) = s.strip_prefix("data:image/") else {
+                    return;
+                };
+                let Some((kind, data)) = rest.split_once(";base64,") else {
+                    return;
+                };
+                // Only a URL: a MIME subtype and nothing but the base64 alphabet after the comma.
+                let is_url = !kind.is_empty()
+                    && kind
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+                    && !data.is_empty()
+                    && data
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b));
+                if !is_url {
+                    return;
+                }
+                let mime = format!("image/{}", kind.to_ascii_lowercase());
+                let replacement = match base64::engine::general_purpose::STANDARD.decode(data) {
+                    Ok(bytes) => store(&bytes, &mime),
+                    Err(_) => format!("(undecodable {mime} data URL of {} bytes, not kept)", data.len()),
+                };
+                *s = replacement;
+                *n += 1;
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, store, n)),
+            Value::Object(o) => o.values_mut().for_each(|x| walk(x, store, n)),
+            _ => {}
+        }
+    }
+    let mut n = 0;
+    walk(value, &mut store, &mut n);
+    n
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecordingError + '_ {
@@ -79,6 +173,8 @@ impl Recorder {
             seq: 0,
             frames: 0,
             last_frame: [None; 2],
+            last_sync: Instant::now(),
+            images: HashSet::new(),
         };
         r.record(MonoTime::ZERO, Record::SessionStart(header))?;
         r.flush()?;
@@ -89,8 +185,16 @@ impl Recorder {
         &self.dir
     }
 
-    /// Append one record; returns its `seq`.
-    pub fn record(&mut self, t: MonoTime, record: Record) -> Result<u64, RecordingError> {
+    /// Append one record and flush it to the file (fsync every [`SYNC_EVERY`]); returns its `seq`.
+    /// Images inside a `prompt` record's messages are stored once under `frames/` and referenced
+    /// ([`externalize_images`]), whoever built the record.
+    pub fn record(&mut self, t: MonoTime, mut record: Record) -> Result<u64, RecordingError> {
+        if self.out.is_none() {
+            return Err(RecordingError::Finished);
+        }
+        if let Record::Prompt { messages, .. } = &mut record {
+            self.store_images(messages)?;
+        }
         let seq = self.seq;
         let line = Line {
             seq,
@@ -102,8 +206,75 @@ impl Recorder {
         let out = self.out.as_mut().ok_or(RecordingError::Finished)?;
         out.write_all(text.as_bytes()).map_err(io(&path))?;
         out.write_all(b"\n").map_err(io(&path))?;
+        out.flush().map_err(io(&path))?;
         self.seq += 1;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.sync()?;
+        }
         Ok(seq)
+    }
+
+    /// Record a prompt sent to the model; every `data:image/…;base64,` URL in `messages` is written once
+    /// as `frames/img-<sha256>.<ext>` and replaced by that path. Returns the record's `seq`.
+    pub fn prompt_with_images(
+        &mut self,
+        t: MonoTime,
+        cadence: &str,
+        call: u64,
+        prefix_bytes: u64,
+        messages: Value,
+    ) -> Result<u64, RecordingError> {
+        self.record(
+            t,
+            Record::Prompt {
+                cadence: cadence.to_string(),
+                call,
+                prefix_bytes,
+                messages,
+            },
+        )
+    }
+
+    /// Replace the images in `value` by references to files under `frames/`, writing each distinct
+    /// image once. Returns how many were replaced.
+    pub fn store_images(&mut self, value: &mut Value) -> Result<usize, RecordingError> {
+        let frames = self.dir.join("frames");
+        let images = &mut self.images;
+        let mut failed: Option<RecordingError> = None;
+        let n = externalize_images(value, |bytes, mime| {
+            let name = image_file_name(bytes, mime);
+            if failed.is_none() && !images.contains(&name) {
+                let path = frames.join(&name);
+                match OpenOptions::new().write(true).create_new(true).open(&path) {
+                    Ok(mut f) => {
+                        if let Err(e) = f.write_all(bytes) {
+                            failed = Some(RecordingError::Io { path, source: e });
+                        }
+                    }
+                    // Stored by an earlier call under the same content hash.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => failed = Some(RecordingError::Io { path, source: e }),
+                }
+                if failed.is_none() {
+                    images.insert(name.clone());
+                }
+            }
+            format!("frames/{name}")
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    /// Flush and fsync the events file now (also done every [`SYNC_EVERY`] and at finish).
+    pub fn sync(&mut self) -> Result<(), RecordingError> {
+        let path = self.dir.join("events.jsonl");
+        let out = self.out.as_mut().ok_or(RecordingError::Finished)?;
+        out.flush().map_err(io(&path))?;
+        out.get_ref().sync_data().map_err(io(&path))?;
+        self.last_sync = Instant::now();
+        Ok(())
     }
 
     /// Record an input of the loop logic (a `gamepilot_planner::Event`); returns its `seq`.
@@ -234,8 +405,14 @@ impl Recorder {
                 summary,
             },
         )?;
-        self.flush()?;
+        self.sync()?;
         self.out = None;
+        // The frames and the folder entries themselves (best effort: not every filesystem syncs folders).
+        for d in [self.dir.join("frames"), self.dir.clone()] {
+            if let Ok(f) = File::open(&d) {
+                let _ = f.sync_all();
+            }
+        }
         Ok(self.dir.clone())
     }
 }
@@ -354,6 +531,125 @@ mod tests {
         let h = |d: &[u8]| frame_hash(&FrameView::new(3, 2, 12, PixelFormat::Bgrx, d).unwrap());
         assert_eq!(h(&a), h(&pad));
         assert_ne!(h(&a), h(&col));
+    }
+
+    #[test]
+    fn every_record_reaches_the_file_before_finish() {
+        // issue 14 (recordings survive crashes): a record is on disk as soon as `record` returns, so a
+        // kill -9 at any point loses at most the line being written.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = Recorder::create(tmp.path(), header()).unwrap();
+        r.record(MonoTime::from_millis(1), Record::Note { text: "one".into() })
+            .unwrap();
+        let text = std::fs::read_to_string(tmp.path().join("events.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.ends_with("\n"));
+        r.sync().unwrap();
+        // Dropped without finish (a crash): everything written so far is there.
+        r.record(MonoTime::from_millis(2), Record::Note { text: "two".into() })
+            .unwrap();
+        std::mem::forget(r);
+        let text = std::fs::read_to_string(tmp.path().join("events.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+    }
+
+    #[test]
+    fn externalize_images_replaces_data_urls_by_references() {
+        // issue 14: prompt records reference image files instead of embedding base64
+        let png = b"\x89PNG\r\n\x1a\nfake";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(png);
+        let mut v = serde_json::json!({
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "data:image/png;base64, is just text here"},
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}")}},
+                {"type": "image_url", "image_url": {"url": format!("data:image/jpeg;base64,{b64}")}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}},
+                {"type": "text", "text": "data:image/png;base64,!!not a URL"},
+            ]}],
+            "n": 3,
+        });
+        let mut seen = Vec::new();
+        let n = externalize_images(&mut v, |bytes, mime| {
+            seen.push((bytes.to_vec(), mime.to_string()));
+            format!("ref:{}", seen.len())
+        });
+        assert_eq!(n, 3);
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0], (png.to_vec(), "image/png".to_string()));
+        assert_eq!(seen[1].1, "image/jpeg");
+        let parts = &v["messages"][0]["content"];
+        assert_eq!(parts[0]["text"], "data:image/png;base64, is just text here");
+        assert_eq!(parts[1]["image_url"]["url"], "ref:1");
+        assert_eq!(parts[2]["image_url"]["url"], "ref:2");
+        assert!(parts[3]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("(undecodable image/png"));
+        assert_eq!(parts[4]["text"], "data:image/png;base64,!!not a URL");
+        assert!(!v.to_string().contains(&b64));
+        assert_eq!(v["n"], 3);
+    }
+
+    #[test]
+    fn prompt_images_are_stored_once_by_content_hash() {
+        // issue 14: an hour of prompts holds each distinct image once, as a file the record names
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = Recorder::create(tmp.path(), header()).unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"same image bytes");
+        let messages = serde_json::json!([{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}")}}
+        ]}]);
+        for call in 0..3 {
+            r.prompt_with_images(MonoTime::from_millis(call), "tactical", call, 0, messages.clone())
+                .unwrap();
+        }
+        // A prompt record built by a caller goes through the same path.
+        r.record(
+            MonoTime::from_millis(9),
+            Record::Prompt {
+                cadence: "deliberative".into(),
+                call: 1,
+                prefix_bytes: 0,
+                messages: messages.clone(),
+            },
+        )
+        .unwrap();
+        let out = r.finish(MonoTime::from_millis(10), "done", Value::Null).unwrap();
+        let name = image_file_name(b"same image bytes", "image/png");
+        assert!(is_frame_file_name(&name), "{name}");
+        let files: Vec<_> = std::fs::read_dir(out.join("frames")).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        assert_eq!(
+            std::fs::read(out.join("frames").join(&name)).unwrap(),
+            b"same image bytes"
+        );
+        let text = std::fs::read_to_string(out.join("events.jsonl")).unwrap();
+        assert!(!text.contains(&b64), "base64 inlined");
+        assert_eq!(text.matches(&format!("frames/{name}")).count(), 4);
+    }
+
+    #[test]
+    fn frame_file_names_are_only_what_the_writer_makes() {
+        // issue 14: readers accept only these names
+        for ok in ["000001.png", "1234567.png", &image_file_name(b"x", "image/jpeg")] {
+            assert!(is_frame_file_name(ok), "{ok}");
+        }
+        for bad in [
+            "../../.ssh/id_rsa",
+            "/dev/zero",
+            "00001.png",
+            "000001.png/..",
+            "../000001.png",
+            "000001.PNG",
+            "img-abc.png",
+            "",
+            ".",
+            "..",
+            &format!("img-{}.exe", "a".repeat(64)),
+            &format!("img-{}.png", "A".repeat(64)),
+        ] {
+            assert!(!is_frame_file_name(bad), "{bad}");
+        }
     }
 
     #[test]

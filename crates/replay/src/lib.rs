@@ -12,7 +12,7 @@ pub mod stuck;
 
 pub use analysis::{Analysis, TimingTick};
 pub use driver::{replay, Divergence, ReplayOutcome};
-pub use reader::Recording;
+pub use reader::{CorruptLine, Recording};
 pub use report::render_html;
 
 /// Errors of reading and replaying a recording.
@@ -42,4 +42,8 @@ pub enum ReplayError {
     BadEvent { seq: u64, message: String },
     #[error("the recorded loop configuration cannot be read: {0}")]
     BadConfig(String),
+    #[error("{0:?} is not a frame file name the recorder writes; refusing to read it")]
+    BadFrameName(String),
+    #[error("{path} is larger than {limit} bytes; refusing to read it")]
+    FrameTooLarge { path: std::path::PathBuf, limit: u64 },
 }

@@ -140,6 +140,18 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}.confirmed{{color:#
             .map(|m| format!("{} at {} s", m.label, secs(m.t_us)))
             .unwrap_or_else(|| "—".into()))
     );
+    if rec.truncated || rec.corrupt_lines > 0 {
+        let _ = write!(
+            h,
+            "<p>Recording damage: {} corrupt line(s) skipped{}</p>",
+            rec.corrupt_lines,
+            if rec.truncated {
+                "; the last line was cut short (the session did not end cleanly)"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(r) = replay {
         let _ = write!(
             h,
@@ -188,7 +200,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}.confirmed{{color:#
             None => format!("#{} at {} s ({})", f.frame, secs(f.t_us), f.change),
         };
         if i < MAX_EMBEDDED_FRAMES {
-            match std::fs::read(rec.frame_path(&f.file)) {
+            match rec.read_frame(&f.file) {
                 Ok(png) => {
                     let _ = write!(
                         h,

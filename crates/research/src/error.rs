@@ -17,6 +17,12 @@ pub enum ResearchError {
         "research query rejected: it repeats {matched_chars} or more characters of screen text verbatim"
     )]
     QueryContainsScreenText { matched_chars: usize },
+    /// The query carries a word (a name, a handle, a number, any short token) that the screen shows and
+    /// that is neither in the user's goal nor a generic word (the word itself is never in the message).
+    #[error(
+        "research query rejected: it carries a {chars}-character word of the screen text that is neither in the goal nor a generic word"
+    )]
+    QueryContainsScreenWord { chars: usize },
     /// A URL could not be parsed or uses a scheme other than http/https.
     #[error("invalid URL {url:?}: {reason}")]
     InvalidUrl { url: String, reason: String },

@@ -460,18 +460,56 @@ fn is_public(ip: IpAddr) -> bool {
                 || o[0] >= 240)
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            let s = v6.segments();
+            // Addresses that carry an IPv4 address reach that address: judge them by it (issue 14).
+            if let Some(v4) = embedded_ipv4(&v6) {
                 return is_public(IpAddr::V4(v4));
             }
-            let s = v6.segments();
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (s[0] & 0xFE00) == 0xFC00
                 || (s[0] & 0xFFC0) == 0xFE80
-                || s[0] == 0x2001 && s[1] == 0x0DB8)
+                // site-local (deprecated, still routed privately by some networks)
+                || (s[0] & 0xFFC0) == 0xFEC0
+                || s[0] == 0x2001 && s[1] == 0x0DB8
+                // Teredo tunnels to an address we cannot judge
+                || s[0] == 0x2001 && s[1] == 0x0000
+                // the local-use NAT64 prefix (RFC 8215), whatever it translates to
+                || s[0] == 0x0064 && s[1] == 0xff9b && s[2] == 0x0001)
         }
     }
+}
+
+/// The IPv4 address an IPv6 address stands for, where it embeds one: IPv4-mapped `::ffff:a.b.c.d`,
+/// IPv4-compatible `::a.b.c.d` (deprecated, but still parsed and routed by some stacks), IPv4-translated
+/// `::ffff:0:a.b.c.d`, the NAT64 well-known prefix `64:ff9b::/96` and 6to4 `2002:AABB:CCDD::/16`.
+/// `::` and `::1` are left to the IPv6 checks.
+fn embedded_ipv4(v6: &std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    use std::net::Ipv4Addr;
+    let s = v6.segments();
+    let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if s[..6] == [0, 0, 0, 0, 0, 0] && !(s[6] == 0 && s[7] <= 1) {
+        return Some(low);
+    }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return Some(low);
+    }
+    if s[..6] == [0x0064, 0xff9b, 0, 0, 0, 0] {
+        return Some(low);
+    }
+    if s[0] == 0x2002 {
+        return Some(Ipv4Addr::new(
+            (s[1] >> 8) as u8,
+            s[1] as u8,
+            (s[2] >> 8) as u8,
+            s[2] as u8,
+        ));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -497,6 +535,38 @@ mod tests {
             assert!(!is_public(a.parse().unwrap()), "{a}");
         }
         for a in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
+            assert!(is_public(a.parse().unwrap()), "{a}");
+        }
+    }
+
+    #[test]
+    fn ipv6_forms_that_embed_a_private_ipv4_are_blocked() {
+        // issue 14, FR-SKILL-005: NAT64, 6to4, IPv4-compatible, -mapped and -translated addresses are
+        // judged by the IPv4 address they reach
+        for a in [
+            "64:ff9b::7f00:1",     // NAT64 → 127.0.0.1
+            "64:ff9b::10.0.0.1",   // NAT64 → 10.0.0.1
+            "64:ff9b::a9fe:a9fe",  // NAT64 → 169.254.169.254 (cloud metadata)
+            "64:ff9b:1::1",        // local-use NAT64
+            "2002:7f00:1::",       // 6to4 of 127.0.0.1
+            "2002:c0a8:0101::1",   // 6to4 of 192.168.1.1
+            "2002:0a00:0001:1::5", // 6to4 of 10.0.0.1
+            "::127.0.0.1",         // IPv4-compatible
+            "::10.1.2.3",
+            "::ffff:10.1.2.3",      // mapped
+            "::ffff:0:192.168.0.1", // translated
+            "::ffff:169.254.169.254",
+            "fec0::1",
+            "2001:0:4136:e378::1", // Teredo
+        ] {
+            assert!(!is_public(a.parse().unwrap()), "{a}");
+        }
+        for a in [
+            "64:ff9b::5db8:d822",
+            "2002:5db8:d822::1",
+            "::ffff:1.1.1.1",
+            "::93.184.216.34",
+        ] {
             assert!(is_public(a.parse().unwrap()), "{a}");
         }
     }

@@ -1,6 +1,8 @@
 //! What is never sent: research queries are built only from the user's goal and the agent's own
 //! inferences; recognised screen text has no conversion into a query, and a runtime guard rejects any
-//! query that repeats it verbatim.
+//! query that repeats it verbatim — a long run of it, or any single word of it, short tokens included
+//! (a handle, a password, a number), unless the user's goal holds that word or it is one of the generic
+//! words every question and every game screen uses ([`GENERIC_WORDS`]).
 //!
 //! [`ScreenText`] deliberately implements no `From`/`Into`/`AsRef<str>`/`Deref`/`Display`, and no query
 //! type accepts it, so this does not compile:
@@ -177,6 +179,7 @@ impl<'a> QueryBuilder<'a> {
             return Err(ResearchError::EmptyQuery);
         }
         guard_against_screen_text(&text, self.goal, current_screen)?;
+        guard_against_screen_words(&text, self.goal, current_screen)?;
         Ok(Query(text))
     }
 }
@@ -201,6 +204,173 @@ fn guard_against_screen_text(query: &str, goal: &Goal, screen: &ScreenText) -> R
     for win in s.windows(w) {
         if query_windows.contains(win) && !goal_windows.contains(win) {
             return Err(ResearchError::QueryContainsScreenText { matched_chars: w });
+        }
+    }
+    Ok(())
+}
+
+/// Words that identify no one: function words of a question and the vocabulary every game screen shows.
+/// A query may share these with the screen; any other word it shares with the screen must be in the goal.
+pub const GENERIC_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "after",
+    "all",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "before",
+    "best",
+    "but",
+    "by",
+    "can",
+    "do",
+    "does",
+    "each",
+    "end",
+    "ends",
+    "for",
+    "from",
+    "get",
+    "go",
+    "has",
+    "have",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "me",
+    "more",
+    "most",
+    "my",
+    "new",
+    "next",
+    "no",
+    "not",
+    "of",
+    "off",
+    "on",
+    "one",
+    "or",
+    "out",
+    "over",
+    "the",
+    "then",
+    "there",
+    "this",
+    "to",
+    "up",
+    "use",
+    "was",
+    "what",
+    "when",
+    "where",
+    "which",
+    "who",
+    "why",
+    "will",
+    "with",
+    "you",
+    "your",
+    // game vocabulary
+    "back",
+    "boss",
+    "button",
+    "continue",
+    "easy",
+    "enemy",
+    "exit",
+    "game",
+    "guide",
+    "hard",
+    "health",
+    "help",
+    "hint",
+    "inventory",
+    "item",
+    "key",
+    "level",
+    "life",
+    "lives",
+    "load",
+    "map",
+    "menu",
+    "mode",
+    "move",
+    "moves",
+    "normal",
+    "options",
+    "pause",
+    "play",
+    "player",
+    "points",
+    "puzzle",
+    "quest",
+    "quit",
+    "restart",
+    "resume",
+    "save",
+    "score",
+    "settings",
+    "shop",
+    "skip",
+    "solution",
+    "start",
+    "stage",
+    "time",
+    "tutorial",
+    "walkthrough",
+    "win",
+];
+
+/// The words of a text: lower-cased runs of letters, digits and the characters names and addresses are
+/// made of (`_ . @ - '`), trimmed of the punctuation at their ends.
+fn words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '@' | '-' | '\'')))
+        .map(|w| {
+            w.trim_matches(|c: char| matches!(c, '.' | '-' | '\''))
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+}
+
+/// `word` or its singular/plural twin.
+fn with_twin(word: &str) -> [String; 2] {
+    match word.strip_suffix('s') {
+        Some(stem) if !stem.is_empty() => [word.to_string(), stem.to_string()],
+        _ => [word.to_string(), format!("{word}s")],
+    }
+}
+
+/// The word guard: no word of the query may be a word of the screen unless the goal holds it (or its
+/// singular/plural) or it is generic. Catches what the run guard cannot: a short name, a password, a
+/// number copied from the screen.
+fn guard_against_screen_words(query: &str, goal: &Goal, screen: &ScreenText) -> Result<(), ResearchError> {
+    let on_screen: HashSet<String> = words(&screen.0).collect();
+    if on_screen.is_empty() {
+        return Ok(());
+    }
+    let in_goal: HashSet<String> = words(goal.as_str()).collect();
+    for w in words(query) {
+        if !on_screen.contains(&w) {
+            continue;
+        }
+        let twins = with_twin(&w);
+        let allowed = twins
+            .iter()
+            .any(|t| in_goal.contains(t) || GENERIC_WORDS.contains(&t.as_str()));
+        if !allowed {
+            return Err(ResearchError::QueryContainsScreenWord {
+                chars: w.chars().count(),
+            });
         }
     }
     Ok(())
@@ -338,6 +508,64 @@ mod tests {
         assert!(QueryBuilder::new(&g).inference(&ok).build(&s, 256).is_ok());
         let bad = Inference::new("xx abcdefghijklm yy"); // 13 chars shared
         assert!(QueryBuilder::new(&g).inference(&bad).build(&s, 256).is_err());
+    }
+
+    #[test]
+    fn guard_rejects_short_screen_tokens_too() {
+        // issue 14, FR-SKILL-003: a search query never carries screen text, short tokens included
+        let screen = ScreenText::new(
+            "Whisper from bob: pw hunter2, room 4521, mail bob.smith@example.com\nLevel 3  Moves: 12".into(),
+        );
+        let goal = Goal::new("finish the levels of Untangle");
+        for leaky in [
+            "who is bob",
+            "what does hunter2 mean",
+            "room 4521",
+            "contact bob.smith@example.com",
+            "BOB level",
+        ] {
+            let i = Inference::new(leaky);
+            let err = QueryBuilder::new(&goal)
+                .inference(&i)
+                .build(&screen, 256)
+                .unwrap_err();
+            // Short tokens are the word guard's; a long one (the address) may trip the run guard first.
+            assert!(
+                matches!(
+                    err,
+                    ResearchError::QueryContainsScreenWord { .. }
+                        | ResearchError::QueryContainsScreenText { .. }
+                ),
+                "{leaky}: {err:?}"
+            );
+            if leaky.len() < 24 {
+                assert!(
+                    matches!(err, ResearchError::QueryContainsScreenWord { .. }),
+                    "{leaky}: {err:?}"
+                );
+            }
+            // The message never carries the word.
+            let msg = err.to_string();
+            for secret in ["bob", "hunter2", "4521"] {
+                assert!(!msg.contains(secret), "{msg}");
+            }
+        }
+        // Generic words, goal words (and their plural/singular) and words the screen does not show pass.
+        let own = Inference::new("how do the moves of a level work when lines cross");
+        assert!(QueryBuilder::new(&goal)
+            .inference(&own)
+            .build(&screen, 256)
+            .is_ok());
+        let goal2 = Goal::new("help bob finish level 3");
+        let ok = Inference::new("bob level 3 strategy");
+        assert!(QueryBuilder::new(&goal2)
+            .inference(&ok)
+            .build(&screen, 256)
+            .is_ok());
+        assert_eq!(
+            words("Hi, bob.smith@example.com - it's 12:05.").collect::<Vec<_>>(),
+            ["hi", "bob.smith@example.com", "it's", "12", "05"]
+        );
     }
 
     #[test]

@@ -129,6 +129,20 @@ impl GuardianHandle {
         if let Some(d) = display {
             cmd.arg("--display").arg(d);
         }
+        // Its own session and process group (issue 14): Ctrl+C, Ctrl+Z, a hang-up and `kill -- -PGID`
+        // reach the core, never the guardian that must release after them.
+        {
+            use std::os::unix::process::CommandExt as _;
+            // SAFETY: setsid(2) is async-signal-safe and touches only the forked child.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::setsid() < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         let mut child = cmd.spawn().context("starting the guardian process")?;
         let deadline = Instant::now() + Duration::from_secs(5);
         while !shm.guardian_ready() {

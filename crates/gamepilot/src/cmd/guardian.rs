@@ -1,10 +1,14 @@
 //! `gamepilot guardian`: the guardian process, started by the core before input is armed (FR-SAFE-001/003).
 //! Not for direct use: it reads the core's shared page, releases everything when the core dies or hangs, and
 //! owns the panic chord.
+//!
+//! It runs in a session of its own (the core's spawn calls `setsid` before exec, and start-up here does it
+//! again where it was not), ignores SIGINT/SIGHUP/SIGTSTP/SIGTTIN/SIGTTOU, and on SIGTERM releases
+//! everything and sets the halt flag before it exits. Exit status: 0 when the core died, 143 after SIGTERM.
 
 use anyhow::Context as _;
 use gamepilot_core::Chord;
-use gamepilot_guardian::{Guardian, GuardianExit, GuardianOptions, SharedState};
+use gamepilot_guardian::{detach_session, Guardian, GuardianOptions, GuardianSignals, SharedState};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -34,6 +38,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    // Signals first: from here on a Ctrl+C or Ctrl+Z meant for the core cannot stop the guardian.
+    let signals = GuardianSignals::install().context("installing the guardian's signal dispositions")?;
+    detach_session().context("moving the guardian into its own session")?;
     let shm = match (args.shm_fd, &args.shm) {
         (Some(fd), _) => SharedState::open_fd(fd)?,
         (None, Some(p)) => SharedState::open_path(p)?,
@@ -49,8 +56,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         stale_after: Duration::from_millis(args.stale_ms),
         death_pipe: args.stdin_pipe.then_some(0),
     };
-    let mut g = Guardian::start(opts, shm).context("starting the guardian")?;
-    match g.run()? {
-        GuardianExit::CoreDied => Ok(0),
-    }
+    let mut g = Guardian::start(opts, shm)
+        .context("starting the guardian")?
+        .with_signals(signals);
+    Ok(g.run()?.code())
 }

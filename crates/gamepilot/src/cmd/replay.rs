@@ -22,6 +22,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if rec.truncated && !args.json {
         println!("note: the last line was cut short (the session did not end cleanly); it was left out");
     }
+    if rec.corrupt_lines > 0 && !args.json {
+        let at: Vec<String> = rec.corrupt.iter().map(|c| c.line.to_string()).collect();
+        println!(
+            "note: {} corrupt line(s) were skipped (line {}{})",
+            rec.corrupt_lines,
+            at.join(", "),
+            if rec.corrupt_lines > rec.corrupt.len() {
+                ", …"
+            } else {
+                ""
+            }
+        );
+    }
     let out = gamepilot_replay::replay(&rec).context("replaying the recording")?;
     let s = out.state.verdict_counts();
     let hist: Vec<(String, u64)> = out
@@ -41,6 +54,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "verdicts": {"confirmed": s.confirmed, "refuted": s.refuted, "inconclusive": s.inconclusive},
             "failures": hist.iter().map(|(k, n)| (k.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
             "stopped": out.state.stopped(),
+            "truncated": rec.truncated,
+            "corrupt_lines": rec.corrupt_lines,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
