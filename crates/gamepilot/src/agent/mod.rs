@@ -72,6 +72,10 @@ pub struct AgentConfig {
     /// The grounding paths a tactical tick may take; the confirmation rates per scene class choose among
     /// them (FR-GND-004). One entry forces that path.
     pub grounding_paths: Vec<GroundingPath>,
+    /// Templates, camera calibration and session notes for the reflex (issue 12, reflex half).
+    pub reflex: reflex::ReflexExtras,
+    /// Degrade commands from the GPU-memory watch (FR-MODEL-004); recorded here, applied by the loop later.
+    pub degrade: Option<mpsc::Receiver<gamepilot_model::DegradeCommand>>,
 }
 
 /// What a session did, for the summary and the report.
@@ -304,7 +308,12 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         program: Some(program.clone()),
         declared: gamepilot_core::Size::new(cfg.window.geometry.w, cfg.window.geometry.h),
         goal: goal_expr,
+        panic: cfg.panic.clone(),
+        extras: cfg.reflex.clone(),
     };
+    for text in &cfg.reflex.notes {
+        rec.record(now(), Record::Note { text: text.clone() })?;
+    }
     let reflex_thread = std::thread::Builder::new()
         .name("reflex".into())
         .spawn(move || reflex::run(setup, guardian, reflex_rx, reflex_tx))?;
@@ -355,6 +364,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let mut reflex_stats = (0u64, 0u64, 0u64, 0u64);
     let mut sensor_line = String::new();
     let mut held_now = 0u32;
+    let (mut reflex_generation, mut frame_health) = (0u64, reflex::FrameState::Ok);
     let mut last_status = Instant::now();
     let tty = std::io::stderr().is_terminal();
     let mut research = research::ResearchWiring::new(
@@ -466,6 +476,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                             let _ = to_reflex.send(ToReflex::Submit {
                                 tag: action.0,
                                 intention: p.intention.clone(),
+                                generation: reflex_generation,
                             });
                             let _ = to_reflex.send(ToReflex::Watch {
                                 tag: action.0,
@@ -570,7 +581,10 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                     subgoal,
                     sensors,
                     late_us,
+                    health,
+                    generation,
                 } => {
+                    (reflex_generation, frame_health) = (generation, health);
                     held_now = held;
                     if !sensors.is_empty() {
                         sensor_line = sensors
@@ -617,16 +631,16 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 } => {
                     queue.extend(feed!(Event::ActionFailed {
                         action: ActionId(tag),
-                        reason
+                        reason: reason.to_string()
                     }));
                 }
-                FromReflex::Finished { tag, report } => {
+                FromReflex::Finished { tag, end } => {
                     // An accepted action that the executor stopped (blocked at execution time, cancelled by
                     // an interlock) failed in execution (FR-GND-008); a finished one awaits its evidence.
-                    if pending.contains_key(&tag) && !report.contains("finished") {
+                    if pending.contains_key(&tag) && !end.is_finished() {
                         queue.extend(feed!(Event::ActionFailed {
                             action: ActionId(tag),
-                            reason: report
+                            reason: end.to_string()
                         }));
                     }
                 }
@@ -650,14 +664,26 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                     rec.record(
                         now(),
                         Record::Interlock {
-                            interlock: interlock.clone(),
+                            interlock: interlock.name().into(),
                             detail: detail.clone(),
                         },
                     )?;
-                    if interlock == "user_input" || interlock == "halt" {
-                        stopped_by.get_or_insert_with(|| format!("{interlock}: {detail}"));
+                    if interlock.stops_session() {
+                        stopped_by.get_or_insert_with(|| format!("{}: {detail}", interlock.name()));
                         queue.extend(feed!(Event::UserStop));
                     }
+                }
+                FromReflex::CaptureFailed { problem, detail } => {
+                    let detail = format!("{problem:?}: {detail}");
+                    rec.record(
+                        now(),
+                        Record::Interlock {
+                            interlock: "capture_failed".into(),
+                            detail: detail.clone(),
+                        },
+                    )?;
+                    stopped_by.get_or_insert_with(|| format!("capture_failed: {detail}"));
+                    queue.extend(feed!(Event::UserStop));
                 }
                 FromReflex::WindowGone => queue.extend(feed!(Event::WindowClosed)),
                 FromReflex::Stopped {
@@ -674,6 +700,14 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             }
         }
         let _ = fed_tick;
+        while let Some(c) = cfg.degrade.as_ref().and_then(|r| r.try_recv().ok()) {
+            rec.record(
+                now(),
+                Record::Note {
+                    text: format!("gpu degrade: {}", serde_json::to_string(&c)?),
+                },
+            )?;
+        }
         // A research result: untrusted excerpts and a note into the context, then the loop logic replans.
         if let Some(found) = research.poll() {
             let t = now();
@@ -829,7 +863,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         if !cfg.quiet && held.is_none() && last_status.elapsed() >= Duration::from_millis(500) {
             let v = state.verdict_counts();
             let line = format!(
-                "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
+                "[{}] {:.0}s | frame {frame_health} | subgoal {} | deliberating {} | held {} | {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
                 if cfg.dry_run { "DRY RUN" } else { "ARMED" },
                 t0.elapsed().as_secs_f64(),
                 state.active_subgoal().map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
