@@ -292,6 +292,10 @@ pub struct Driver {
     indicator: Option<Indicator>,
     panic: Chord,
     dry_run: bool,
+    hz: u32,
+    /// Armed on the first tick, not at start: whatever the caller sets up between `start` and its loop
+    /// (a capturer, the OCR worker) must not age the guardian's heartbeat past its bound.
+    armed: bool,
     ticker: Ticker,
     last_audit: Instant,
     last_raise: Instant,
@@ -329,7 +333,6 @@ impl Driver {
             None
         };
         crate::interlocks::publish(&guardian.shm, ex.held());
-        guardian.shm.set_armed(true);
         Ok(Driver {
             x,
             window: setup.window,
@@ -341,6 +344,8 @@ impl Driver {
             indicator,
             panic: setup.panic,
             dry_run: setup.dry_run,
+            hz: setup.hz.clamp(1, 1000),
+            armed: false,
             ticker: Ticker::new(setup.hz.clamp(1, 1000)),
             last_audit: Instant::now(),
             last_raise: Instant::now(),
@@ -415,6 +420,14 @@ impl Driver {
         stops: impl Fn(RawKind) -> bool,
         out: &mut Vec<DriverEvent>,
     ) -> anyhow::Result<Option<DriverStop>> {
+        if !self.armed {
+            self.ticker = Ticker::new(self.hz);
+            if let Some(g) = self.guardian.as_ref() {
+                crate::interlocks::publish(&g.shm, self.ex.held());
+                g.shm.set_armed(true);
+            }
+            self.armed = true;
+        }
         self.ticker.wait();
         if let Some(g) = self.guardian.as_mut() {
             if !g.alive() {
