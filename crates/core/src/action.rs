@@ -33,6 +33,38 @@ impl MouseButton {
     }
 }
 
+/// An angle in degrees. Equality is bitwise so that actions stay `Eq` (an angle is compared, never
+/// computed with, in the vocabulary; the executor converts it).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Degrees(pub f64);
+
+impl PartialEq for Degrees {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Degrees {}
+
+impl fmt::Display for Degrees {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}°", self.0)
+    }
+}
+
+impl Action {
+    /// True for actions that move the pointer to a capture-space point: they are grounded in one
+    /// transform-chain generation and become wrong when the window moves (FR-PERC-002).
+    pub fn is_pointer_positioned(&self) -> bool {
+        match self {
+            Action::Click { .. } | Action::DoubleClick { .. } | Action::MovePointer { .. } => true,
+            Action::Scroll { x, y, .. } | Action::HoldButton { x, y, .. } => x.is_some() && y.is_some(),
+            _ => false,
+        }
+    }
+}
+
 /// One action as the model emits it. `x`/`y` are capture-space pixels of the target window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
@@ -85,6 +117,15 @@ pub enum Action {
     },
     /// Turn the camera by (dx, dy) relative pointer units, spread over `duration_ms` (FR-ACT-004).
     Camera { dx: i32, dy: i32, duration_ms: u64 },
+    /// Turn the camera by an angle (positive yaw: right, positive pitch: down), spread over `duration_ms`.
+    /// The executor converts it into relative counts with the session's camera calibration and refuses
+    /// it when there is none (FR-ACT-004, ADR-0035 "Neutral").
+    CameraDegrees {
+        yaw_deg: Degrees,
+        #[serde(default)]
+        pitch_deg: Degrees,
+        duration_ms: u64,
+    },
     /// Move the pointer to (x, y) along a path with a non-uniform velocity profile (FR-ACT-005).
     MovePointer {
         x: i32,
@@ -108,6 +149,7 @@ impl Action {
             Action::HoldKey { .. } => "hold_key",
             Action::HoldButton { .. } => "hold_button",
             Action::Camera { .. } => "camera",
+            Action::CameraDegrees { .. } => "camera_degrees",
             Action::MovePointer { .. } => "move_pointer",
             Action::Wait { .. } => "wait",
         }
@@ -120,6 +162,7 @@ impl Action {
             Action::HoldKey { .. }
                 | Action::HoldButton { .. }
                 | Action::Camera { .. }
+                | Action::CameraDegrees { .. }
                 | Action::MovePointer { .. }
                 | Action::Wait { .. }
         )
@@ -218,6 +261,10 @@ mod tests {
             (r#"{"action":"scroll","dy":3}"#, "scroll"),
             (r#"{"action":"double_click","x":1,"y":2}"#, "double_click"),
             (r#"{"action":"move_pointer","x":1,"y":2}"#, "move_pointer"),
+            (
+                r#"{"action":"camera_degrees","yaw_deg":12.5,"duration_ms":400}"#,
+                "camera_degrees",
+            ),
         ];
         for (line, name) in cases {
             let i = from_json(line).unwrap();

@@ -64,6 +64,14 @@ pub enum RejectReason {
         ch: char,
     },
     NothingToDo,
+    /// A pointer action grounded in an older transform chain than the current one: the window moved,
+    /// resized or changed scale since, so its point would land elsewhere (FR-PERC-002, INV-GND-002).
+    StaleGeneration {
+        grounded: u64,
+        current: u64,
+    },
+    /// A camera turn in degrees with no camera calibration this session (FR-ACT-004).
+    CameraNotCalibrated,
 }
 
 impl fmt::Display for RejectReason {
@@ -96,6 +104,14 @@ impl fmt::Display for RejectReason {
             TextTooLong { len, max } => write!(f, "text of {len} characters exceeds {max}"),
             UnsupportedChar { ch } => write!(f, "cannot type {ch:?}"),
             NothingToDo => write!(f, "the action does nothing"),
+            StaleGeneration { grounded, current } => write!(
+                f,
+                "grounded in window geometry generation {grounded}, but the window has changed since (now {current}); observe again"
+            ),
+            CameraNotCalibrated => write!(
+                f,
+                "a camera turn in degrees needs a camera calibration (run with --calibrate-camera); none this session"
+            ),
         }
     }
 }
@@ -296,6 +312,34 @@ pub struct Executor {
     accepted_at: VecDeque<MonoTime>,
     emitted_at: VecDeque<(MonoTime, usize)>,
     last_pointer: Option<Point>,
+    camera: Option<CameraScale>,
+}
+
+/// How many degrees one relative-movement count turns the view, per axis (both positive), from the
+/// session's camera calibration (ADR-0035 "Neutral", FR-ACT-004).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CameraScale {
+    pub deg_per_count_x: f64,
+    pub deg_per_count_y: f64,
+}
+
+impl CameraScale {
+    /// The relative counts for a turn of `yaw_deg` (right) and `pitch_deg` (down); `None` when a scale is
+    /// not a positive finite number.
+    pub fn counts(&self, yaw_deg: f64, pitch_deg: f64) -> Option<(i32, i32)> {
+        let ok = |k: f64| k.is_finite() && k > 1e-9;
+        if !ok(self.deg_per_count_x)
+            || !ok(self.deg_per_count_y)
+            || !yaw_deg.is_finite()
+            || !pitch_deg.is_finite()
+        {
+            return None;
+        }
+        let cx = (yaw_deg / self.deg_per_count_x).round();
+        let cy = (pitch_deg / self.deg_per_count_y).round();
+        let lim = i32::MAX as f64 / 2.0;
+        (cx.abs() < lim && cy.abs() < lim).then_some((cx as i32, cy as i32))
+    }
 }
 
 const CHORD_TEXT_SHIFTED: &str = "~!@#$%^&*()_+{}|:\"<>?";
@@ -314,7 +358,44 @@ impl Executor {
             accepted_at: VecDeque::new(),
             emitted_at: VecDeque::new(),
             last_pointer: None,
+            camera: None,
         }
+    }
+
+    /// The session's camera calibration, used to convert `camera_degrees` into counts. Set by the binary
+    /// from a measurement, never from a model (INV-SAFE-001 does not concern it, but the same path does).
+    pub fn set_camera_scale(&mut self, scale: Option<CameraScale>) {
+        self.camera = scale;
+    }
+
+    pub fn camera_scale(&self) -> Option<CameraScale> {
+        self.camera
+    }
+
+    /// [`Executor::submit`] for an action grounded in transform-chain generation `grounded` (the chain
+    /// the observation it was chosen from was captured under). A pointer-positioned action grounded in an
+    /// older generation than the context's chain is refused with [`RejectReason::StaleGeneration`];
+    /// key, text, camera and wait actions do not depend on the window's geometry and are not affected
+    /// (FR-PERC-002).
+    pub fn submit_grounded(
+        &mut self,
+        intention: &Intention,
+        grounded: u64,
+        ctx: &Context,
+    ) -> Result<ActionId, Rejection> {
+        if let Some(chain) = ctx.chain {
+            if intention.action.is_pointer_positioned() && grounded < chain.generation {
+                return Err(Rejection {
+                    action: intention.action.name(),
+                    owner: intention.subgoal,
+                    reason: RejectReason::StaleGeneration {
+                        grounded,
+                        current: chain.generation,
+                    },
+                });
+            }
+        }
+        self.submit(intention, ctx)
     }
 
     pub fn config(&self) -> &ExecutorConfig {
@@ -558,6 +639,22 @@ impl Executor {
                     inputs: vec![b],
                     hold,
                 });
+            }
+            Action::CameraDegrees {
+                yaw_deg,
+                pitch_deg,
+                duration_ms,
+            } => {
+                let scale = self.camera.ok_or(RejectReason::CameraNotCalibrated)?;
+                let (dx, dy) = scale
+                    .counts(yaw_deg.0, pitch_deg.0)
+                    .ok_or(RejectReason::NothingToDo)?;
+                let counts = Action::Camera {
+                    dx,
+                    dy,
+                    duration_ms: *duration_ms,
+                };
+                return self.compile(&counts, ctx);
             }
             Action::Camera { dx, dy, duration_ms } => {
                 if *duration_ms == 0 {

@@ -12,7 +12,7 @@ pub mod motion;
 
 pub use config::{DeniedList, ExecutorConfig, ExecutorError};
 pub use executor::{
-    CancelReason, Context, ExecState, Executor, HaltReason, RejectReason, Rejection, Report, ReportKind,
-    TickInput, TickOutput,
+    CameraScale, CancelReason, Context, ExecState, Executor, HaltReason, RejectReason, Rejection, Report,
+    ReportKind, TickInput, TickOutput,
 };
 pub use held::{ActionId, Held, HeldRecord, Input};

@@ -4,8 +4,11 @@
 
 mod agent;
 mod cmd;
+mod gpu_watch;
 mod interlocks;
+mod reflex_driver;
 mod sensor_worker;
+mod templates;
 
 use clap::{Parser, Subcommand};
 

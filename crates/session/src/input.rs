@@ -184,6 +184,8 @@ pub enum InterlockKind {
     WindowChanged,
     /// Capture kept failing past its retry bound.
     CaptureFailed,
+    /// The held record and the server disagreed; resolved by releasing.
+    HeldDivergence,
 }
 
 impl InterlockKind {
@@ -199,6 +201,7 @@ impl InterlockKind {
             InterlockKind::FrameHealth => "frame_health",
             InterlockKind::WindowChanged => "window_changed",
             InterlockKind::CaptureFailed => "capture_failed",
+            InterlockKind::HeldDivergence => "held_divergence",
         }
     }
 
@@ -302,16 +305,17 @@ pub struct ConfirmationAnswer {
     pub waited_ms: u64,
 }
 
-/// A GPU-memory degrade step (FR-MODEL-004): the visual budget per call the session uses from now on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A GPU-memory degrade step (FR-MODEL-004): what the session sends from now on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DegradeStep {
+    /// The ladder's command, in words.
     pub level: String,
-    /// New pixel budget for tactical images; `None` keeps it.
+    /// The visual budget as a fraction of the configured one (1.0 restores it); `None` keeps it.
     #[serde(default)]
-    pub visual_pixels: Option<u64>,
-    /// Images off altogether.
+    pub visual_factor: Option<f64>,
+    /// A new context size in tokens (compaction keeps prompts inside it); `None` keeps it.
     #[serde(default)]
-    pub text_only: bool,
+    pub context_tokens: Option<u32>,
 }
 
 /// A stop from outside the loop logic.

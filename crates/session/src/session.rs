@@ -178,6 +178,8 @@ pub struct Session {
     /// Verdicts confirmed since the last progress-sensor increase (action choice evidence).
     confirmed_since_progress: u32,
     last_progress: Option<f64>,
+    /// The visual budget the user configured (degrade steps scale it, FR-MODEL-004).
+    base_visual_pixels: u64,
     numbers: SessionNumbers,
 }
 
@@ -315,6 +317,7 @@ impl Session {
             extra_failures: FailureHistogram::new(),
             confirmed_since_progress: 0,
             last_progress: None,
+            base_visual_pixels: cfg.visual_pixels,
             numbers: SessionNumbers::default(),
             cfg,
         })
@@ -455,18 +458,18 @@ impl Session {
             Input::Research(r) => self.on_research(r, now, &mut out),
             Input::Confirmation(a) => self.on_confirmation(a, now, &mut out),
             Input::Degrade(d) => {
-                if let Some(px) = d.visual_pixels {
-                    self.cfg.visual_pixels = px;
+                if let Some(f) = d.visual_factor.filter(|f| f.is_finite() && *f > 0.0) {
+                    self.cfg.visual_pixels = ((self.base_visual_pixels as f64) * f.min(1.0)) as u64;
                 }
-                if d.text_only {
-                    self.cfg.with_image = false;
+                if let Some(tokens) = d.context_tokens {
+                    if self.context.set_context_tokens(tokens).is_ok() {
+                        self.cfg.context_tokens = tokens;
+                    }
                 }
                 out.push(Effect::Record(SessionRecord::Note {
                     text: format!(
-                        "GPU memory degrade to {}: visual pixels {}, images {}",
-                        d.level,
-                        self.cfg.visual_pixels,
-                        if self.cfg.with_image { "on" } else { "off" }
+                        "GPU memory degrade ({}): visual pixels {}, context {} tokens",
+                        d.level, self.cfg.visual_pixels, self.cfg.context_tokens
                     ),
                 }));
             }

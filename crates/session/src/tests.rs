@@ -728,3 +728,23 @@ fn a_black_frame_is_named_in_the_status_the_recording_and_the_models_observation
         cut.len()
     );
 }
+
+#[test]
+fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() {
+    // FR-MODEL-004: the ladder's command reaches what the session sends
+    let (mut s, adopted) = planned();
+    let before = tactical_jobs(&adopted)[0].visual_pixels;
+    let tick = tactical_jobs(&adopted)[0].tick;
+    s.step(
+        Input::Degrade(DegradeStep {
+            level: "ReduceVisualBudget".into(),
+            visual_factor: Some(0.5),
+            context_tokens: Some(2048),
+        }),
+        ms(200),
+    );
+    let fx = s.step(outcome(tick, menu(), reply(TacticalReply::Note { text: "x".into() })), ms(300));
+    let job = tactical_jobs(&fx)[0];
+    assert_eq!(job.visual_pixels, before / 2);
+    assert_eq!(job.context.config().context_tokens, 2048);
+}

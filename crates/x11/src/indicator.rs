@@ -119,6 +119,32 @@ impl Indicator {
         self.win
     }
 
+    /// Move the indicator outside `target` again after the target moved or resized (FR-SAFE-007: it must
+    /// never cover the captured window's pixels). Returns false when no place outside exists any more, in
+    /// which case the indicator is unmapped until a place frees up (the terminal status line remains).
+    pub fn follow(&mut self, target: Rect) -> Result<bool, X11Error> {
+        let (sw, sh) = self.x11.screen_size();
+        match placement((sw as u32, sh as u32), target) {
+            Some(at) => {
+                if at != self.at {
+                    self.x11.conn.configure_window(
+                        self.win,
+                        &ConfigureWindowAux::new().x(at.x).y(at.y).width(at.w).height(at.h),
+                    )?;
+                    self.at = at;
+                }
+                self.x11.conn.map_window(self.win)?;
+                self.raise_and_draw()?;
+                Ok(true)
+            }
+            None => {
+                self.x11.conn.unmap_window(self.win)?;
+                self.x11.flush()?;
+                Ok(false)
+            }
+        }
+    }
+
     /// Change the text (e.g. "gamepilot: INPUT ARMED" / "PAUSED").
     pub fn set_text(&mut self, text: &str) -> Result<(), X11Error> {
         if text != self.text {

@@ -361,6 +361,50 @@ impl FrameHealth {
     }
 }
 
+/// The screen rectangles of viewable windows stacked above `window` (its top-level ancestor below the
+/// root) that overlap its client area, clipped to it (FR-PERC-009's "occluded"). Composite still
+/// captures a covered window whole, but a click at a covered point lands on the window on top.
+/// Override-redirect windows titled `gamepilot …` (the agent's own overlays) are not counted.
+pub fn occluders(x11: &X11, window: Window) -> Result<Vec<Rect>, X11Error> {
+    let c = &x11.conn;
+    let client = x11.client_rect(window)?;
+    // The top-level ancestor: the WM frame under a reparenting WM, else the window itself.
+    let mut top = window;
+    loop {
+        let tree = c.query_tree(top)?.reply().map_err(|e| gone_or(e, top))?;
+        if tree.parent == x11.root || tree.parent == x11rb::NONE {
+            break;
+        }
+        top = tree.parent;
+    }
+    let stack = c.query_tree(x11.root)?.reply()?.children; // bottom to top
+    let Some(pos) = stack.iter().position(|w| *w == top) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for &w in &stack[pos + 1..] {
+        let Ok(attrs) = c.get_window_attributes(w)?.reply() else {
+            continue;
+        };
+        if attrs.map_state != x11rb::protocol::xproto::MapState::VIEWABLE
+            || attrs.class == x11rb::protocol::xproto::WindowClass::INPUT_ONLY
+        {
+            continue;
+        }
+        if attrs.override_redirect && x11.window_title(w).starts_with("gamepilot ") {
+            continue;
+        }
+        let Ok(g) = c.get_geometry(w)?.reply() else {
+            continue;
+        };
+        let r = Rect::new(g.x as i32, g.y as i32, g.width as u32, g.height as u32);
+        if let Some(i) = r.intersection(&client) {
+            out.push(i);
+        }
+    }
+    Ok(out)
+}
+
 /// Window-manager state of a window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WindowState {

@@ -767,3 +767,91 @@ fn an_input_that_changes_hands_records_its_new_owner() {
     let h = ex.held().get(&Input::Key(sym("w"))).copied().unwrap();
     assert_eq!((h.owner, h.action, h.since), (SubgoalId(2), id, MonoTime::ZERO));
 }
+
+#[test]
+fn pointer_actions_grounded_in_an_older_generation_are_dropped() {
+    // FR-PERC-002, INV-GND-002: the window moved after the click was grounded; keys are unaffected
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let mut c = ctx(MonoTime::from_millis(0));
+    let mut moved = chain();
+    moved.generation = 3;
+    c.chain = Some(moved);
+    for json in [
+        r#"{"action":"click","x":20,"y":30}"#,
+        r#"{"action":"double_click","x":20,"y":30}"#,
+        r#"{"action":"move_pointer","x":20,"y":30}"#,
+        r#"{"action":"scroll","x":20,"y":30,"dy":1}"#,
+        r#"{"action":"hold_button","x":20,"y":30,"duration_ms":100}"#,
+    ] {
+        let err = ex.submit_grounded(&intent(json), 2, &c).unwrap_err();
+        assert_eq!(
+            err.reason,
+            RejectReason::StaleGeneration {
+                grounded: 2,
+                current: 3
+            },
+            "{json}"
+        );
+        assert!(err.to_string().contains("generation 2"), "{err}");
+    }
+    assert_eq!(ex.active(), 0, "nothing was queued");
+    // Keys, camera turns and scrolls without a point do not depend on the window's geometry.
+    ex.submit_grounded(&intent(r#"{"action":"key","key":"Return"}"#), 0, &c)
+        .unwrap();
+    ex.submit_grounded(&intent(r#"{"action":"scroll","dy":1}"#), 0, &c)
+        .unwrap();
+    // The current generation (or a newer one from a racing observation) is accepted.
+    ex.submit_grounded(&intent(r#"{"action":"click","x":20,"y":30}"#), 3, &c)
+        .unwrap();
+}
+
+#[test]
+fn camera_turns_in_degrees_use_the_calibration_or_are_refused() {
+    // FR-ACT-004, ADR-0035 "Neutral": degrees → counts through the session's calibration
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let c = ctx(MonoTime::from_millis(0));
+    let turn = intent(r#"{"action":"camera_degrees","yaw_deg":10.0,"pitch_deg":-2.0,"duration_ms":400}"#);
+    let err = ex.submit(&turn, &c).unwrap_err();
+    assert_eq!(err.reason, RejectReason::CameraNotCalibrated);
+    assert_eq!(err.action, "camera_degrees");
+    ex.set_camera_scale(Some(CameraScale {
+        deg_per_count_x: 0.25,
+        deg_per_count_y: 0.5,
+    }));
+    assert_eq!(
+        CameraScale {
+            deg_per_count_x: 0.25,
+            deg_per_count_y: 0.5
+        }
+        .counts(10.0, -2.0),
+        Some((40, -4))
+    );
+    ex.submit(&turn, &c).unwrap();
+    let (events, reports, _) = run(&mut ex, MonoTime::from_millis(0), 700);
+    let (mut dx, mut dy) = (0, 0);
+    for (_, e) in &events {
+        if let InputEvent::MotionRelative { dx: x, dy: y } = e {
+            dx += x;
+            dy += y;
+        }
+    }
+    assert_eq!((dx, dy), (40, -4), "10° at 0.25°/count, -2° at 0.5°/count");
+    assert!(events
+        .iter()
+        .all(|(_, e)| matches!(e, InputEvent::MotionRelative { .. })));
+    assert!(reports.iter().any(|r| r.kind == ReportKind::Finished));
+    // A turn too small to move a count does nothing and says so; a broken scale is refused too.
+    let tiny = intent(r#"{"action":"camera_degrees","yaw_deg":0.01,"duration_ms":400}"#);
+    assert_eq!(
+        ex.submit(&tiny, &c).unwrap_err().reason,
+        RejectReason::NothingToDo
+    );
+    assert_eq!(
+        CameraScale {
+            deg_per_count_x: 0.0,
+            deg_per_count_y: 1.0
+        }
+        .counts(1.0, 1.0),
+        None
+    );
+}

@@ -71,6 +71,10 @@ pub struct AgentConfig {
     /// The grounding paths a tactical tick may take; the confirmation rates per scene kind choose among
     /// them (FR-GND-004). One entry forces that path.
     pub grounding_paths: Vec<GroundingPath>,
+    /// Templates, camera calibration and session notes for the reflex.
+    pub reflex: reflex::ReflexExtras,
+    /// Degrade commands from the GPU-memory watch (FR-MODEL-004), stepped into the session.
+    pub degrade: Option<Receiver<gamepilot_model::DegradeCommand>>,
 }
 
 /// What a session did, for the summary and the report.
@@ -221,10 +225,13 @@ impl Wiring<'_> {
             Effect::Reflex(c) => {
                 let msg = match c {
                     ReflexCommand::Submit {
-                        action, intention, ..
+                        action,
+                        intention,
+                        generation,
                     } => ToReflex::Submit {
                         tag: action,
                         intention,
+                        generation,
                     },
                     ReflexCommand::Watch {
                         action,
@@ -521,7 +528,13 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         program: Some(program.clone()),
         declared: gamepilot_core::Size::new(cfg.window.geometry.w, cfg.window.geometry.h),
         goal: goal_expr,
+        panic: cfg.panic.clone(),
+        extras: cfg.reflex.clone(),
     };
+    let mut rec = rec;
+    for text in &cfg.reflex.notes {
+        rec.record(now(), Record::Note { text: text.clone() })?;
+    }
     let reflex_thread = std::thread::Builder::new()
         .name("reflex".into())
         .spawn(move || reflex::run(setup, guardian, reflex_rx, reflex_tx))?;
@@ -591,6 +604,9 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 excerpts: found.excerpts,
                 note: found.note,
             }));
+        }
+        while let Some(c) = cfg.degrade.as_ref().and_then(|r| r.try_recv().ok()) {
+            g.inputs.push(Input::Degrade(degrade_step(&c)));
         }
         // Deliberation threads never block this loop (NFR-LOOP-001); the loop holds a sender itself, so
         // this channel never reads as closed.
@@ -735,7 +751,7 @@ fn status_line(cfg: &AgentConfig, t0: Instant, session: &Session) -> String {
 
 /// One reflex message as session inputs: ticks through the feed (~10 Hz), the rest at once.
 fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
-    use gamepilot_session::{ActionEnd, InterlockKind, ReflexReport, ReflexStats, Rejection};
+    use gamepilot_session::{ActionEnd, InterlockKind, ReflexReport, ReflexStats};
     match m {
         FromReflex::Tick {
             tick,
@@ -746,6 +762,8 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             subgoal,
             sensors,
             late_us,
+            health,
+            generation,
         } => feed
             .tick(ReflexReport {
                 tick,
@@ -757,38 +775,59 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
                 sensors,
                 late_us,
                 ticks_since: 1,
-                generation: 0,
-                health: gamepilot_session::FrameHealth::Ok,
+                generation,
+                health: frame_health(&health),
             })
             .map(Input::Reflex)
             .into_iter()
             .collect(),
         FromReflex::Submitted {
             tag,
-            result: Err(detail),
+            result: Err(r),
         } => vec![Input::ActionRejected {
             action: tag,
-            rejection: Rejection::Invalid { detail },
+            rejection: rejection_of(&r.reason),
         }],
         FromReflex::Submitted { tag, result: Ok(()) } => vec![Input::ActionAccepted { action: tag }],
-        FromReflex::Finished { tag, report } => {
-            let end = if report.contains("finished") {
-                ActionEnd::Finished
-            } else {
-                ActionEnd::Cancelled { reason: report }
+        FromReflex::Finished { tag, end } => {
+            let end = match &end {
+                reflex::ActionEnd::Finished => ActionEnd::Finished,
+                reflex::ActionEnd::Cancelled { .. } | reflex::ActionEnd::ForcedRelease { .. } => {
+                    ActionEnd::Cancelled {
+                        reason: format!("{end:?}"),
+                    }
+                }
+                reflex::ActionEnd::Blocked { reason } => ActionEnd::Blocked {
+                    reason: reason.to_string(),
+                },
             };
             vec![Input::ActionEnded { action: tag, end }]
         }
-        FromReflex::Evidence { tag, changed } => vec![Input::Evidence { action: tag, changed }],
+        FromReflex::Evidence { tag, changed } => vec![Input::Evidence {
+            action: tag,
+            changed,
+        }],
         FromReflex::Interlock { interlock, detail } => {
-            let kind = match interlock.as_str() {
-                "user_input" => InterlockKind::UserInput,
-                "halt" => InterlockKind::Halt,
-                "focus_lost" => InterlockKind::FocusLost,
-                _ => InterlockKind::FrameHealth,
+            let kind = match interlock {
+                reflex::InterlockKind::UserInput => InterlockKind::UserInput,
+                reflex::InterlockKind::Halt(_) => InterlockKind::Halt,
+                reflex::InterlockKind::GuardianGone => InterlockKind::GuardianGone,
+                reflex::InterlockKind::FocusLost => InterlockKind::FocusLost,
+                reflex::InterlockKind::DeniedKey => InterlockKind::DeniedKey,
+                reflex::InterlockKind::MaxHold => InterlockKind::MaxHold,
+                reflex::InterlockKind::FrameHealth(_) => InterlockKind::FrameHealth,
+                reflex::InterlockKind::WindowChanged { .. } => InterlockKind::WindowChanged,
+                reflex::InterlockKind::HeldDivergence => InterlockKind::HeldDivergence,
             };
             vec![Input::Interlock { kind, detail }]
         }
+        FromReflex::CaptureFailed { problem, detail } => vec![Input::Interlock {
+            kind: InterlockKind::CaptureFailed,
+            detail: match problem {
+                Some(p) => format!("{p:?}: {detail}"),
+                None => detail,
+            },
+        }],
         FromReflex::WindowGone => vec![Input::WindowGone],
         FromReflex::Stopped {
             lateness_p50_us,
@@ -801,6 +840,56 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             lateness_p99_us,
             events,
         })],
+    }
+}
+
+/// The session's frame health for the reflex's frame state (FR-PERC-009).
+fn frame_health(s: &reflex::FrameState) -> gamepilot_session::FrameHealth {
+    use gamepilot_session::FrameHealth;
+    match s {
+        reflex::FrameState::Ok => FrameHealth::Ok,
+        reflex::FrameState::Black => FrameHealth::Black,
+        reflex::FrameState::Frozen => FrameHealth::Frozen,
+        reflex::FrameState::Occluded => FrameHealth::Occluded,
+        reflex::FrameState::CaptureError | reflex::FrameState::Unsupported { .. } => {
+            FrameHealth::CaptureError
+        }
+    }
+}
+
+/// The session's rejection for the executor's typed reason (FR-ACT-006).
+fn rejection_of(r: &gamepilot_executor::RejectReason) -> gamepilot_session::Rejection {
+    use gamepilot_executor::RejectReason as E;
+    use gamepilot_session::Rejection;
+    let detail = r.to_string();
+    match r {
+        E::DeniedChord { chord } => Rejection::DeniedKey {
+            chord: chord.clone(),
+        },
+        E::ActionRateExceeded { .. } => Rejection::RateLimited { detail },
+        E::HoldTooLong { .. } | E::WaitTooLong { .. } => Rejection::MaxHold { detail },
+        E::StaleGeneration { grounded, current } => Rejection::StaleGeneration {
+            grounded: *grounded,
+            current: *current,
+        },
+        E::NotForeground | E::Halted | E::Paused => Rejection::Interlocked { detail },
+        _ => Rejection::Invalid { detail },
+    }
+}
+
+/// A GPU-memory degrade command as the session's degrade step (FR-MODEL-004).
+fn degrade_step(c: &gamepilot_model::DegradeCommand) -> gamepilot_session::DegradeStep {
+    use gamepilot_model::DegradeCommand as D;
+    let (visual_factor, context_tokens) = match c {
+        D::ReduceVisualBudget { factor } => (Some(*factor), None),
+        D::RestoreVisualBudget => (Some(1.0), None),
+        D::ReduceContext { to_tokens } | D::RestoreContext { to_tokens } => (None, Some(*to_tokens)),
+        D::MoveDeliberativeOffGpu | D::RestoreDeliberativeGpu => (None, None),
+    };
+    gamepilot_session::DegradeStep {
+        level: format!("{c:?}"),
+        visual_factor,
+        context_tokens,
     }
 }
 

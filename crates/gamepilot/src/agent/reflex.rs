@@ -1,29 +1,37 @@
-//! The reflex cadence of `gamepilot run`: one thread at a fixed rate that steps the executor (ADR-0035),
-//! evaluates sensors and postconditions, classifies frames, watches for user input and never waits on a
-//! model (FR-LOOP-002). It talks to the loop thread only through channels.
+//! The reflex cadence of `gamepilot run`: one thread at a fixed rate that steps the executor (ADR-0035)
+//! through the shared reflex driver (`crate::reflex_driver`, the same tick as `act`), evaluates sensors
+//! and postconditions, classifies frames, judges frame health, watches for user input and never waits
+//! on a model (FR-LOOP-002). It talks to the loop thread only through the typed channels below.
 
-use crate::cmd::act::{GuardianHandle, Ticker};
+use crate::cmd::act::GuardianHandle;
 use crate::cmd::common::now;
-use gamepilot_core::action::Intention;
-use gamepilot_core::{MonoTime, Rect, SubgoalId};
-use gamepilot_executor::{
-    CancelReason, Context as ExecContext, ExecState, Executor, ExecutorConfig, HeldRecord, Report, TickInput,
+pub use crate::reflex_driver::{ActionEnd, FrameState, InterlockKind};
+use crate::reflex_driver::{
+    CaptureRetry, Driver, DriverEvent, DriverSetup, DriverStop, FrameSeen, HealthJudge, RetryVerdict,
 };
-use gamepilot_sensor::{Evaluator, Expression, NoTemplates, RecognitionCache, Value};
+use gamepilot_core::action::Intention;
+use gamepilot_core::{Chord, MonoTime, Rect, SubgoalId};
+use gamepilot_executor::{CameraScale, ExecutorConfig, Rejection, Report};
+use gamepilot_sensor::{Atlas, Evaluator, Expression, RecognitionCache, Value};
 use gamepilot_vision::{FrameClass, Perceiver, Thumb};
-use gamepilot_x11::input::{DryRunSink, InputSink, XTestSink};
-use gamepilot_x11::userinput::{RawInputWatch, RawKind, Watch};
-use gamepilot_x11::{WindowCapturer, X11};
+use gamepilot_x11::tracking::{FrameHealth, FrameProblem};
+use gamepilot_x11::userinput::RawKind;
+use gamepilot_x11::WindowCapturer;
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Requests from the loop thread.
 #[derive(Debug)]
 pub enum ToReflex {
-    /// Submit an intention; `tag` is the loop's action id.
+    /// Submit an intention; `tag` is the loop's action id, `generation` the transform-chain generation the
+    /// action was grounded in (the `Tick::generation` of the observation it was chosen from). A pointer
+    /// action grounded in an older generation than the current one is dropped and answered with
+    /// `RejectReason::StaleGeneration` (FR-PERC-002).
     Submit {
         tag: u64,
         intention: Intention,
+        generation: u64,
     },
     /// Watch for change after an action: the region (capture space) or the whole frame.
     Watch {
@@ -53,22 +61,37 @@ pub enum FromReflex {
         subgoal: Option<(SubgoalId, Option<bool>)>,
         sensors: Vec<(String, Option<f64>)>,
         late_us: u64,
+        /// This tick's frame health (FR-PERC-009).
+        health: FrameState,
+        /// The transform chain's generation (FR-PERC-002).
+        generation: u64,
     },
+    /// The executor's answer to a submit: accepted, or the typed rejection with its reason (denied key,
+    /// rate limit, max hold, stale generation, …; FR-ACT-006).
     Submitted {
         tag: u64,
-        result: Result<(), String>,
+        result: Result<(), Rejection>,
     },
+    /// How an accepted action ended.
     Finished {
         tag: u64,
-        report: String,
+        end: ActionEnd,
     },
     /// A change-watch sample: did the watched pixels change since the action was issued?
     Evidence {
         tag: u64,
         changed: Option<bool>,
     },
+    /// An interlock or safety event; `detail` is for people only. Sent on change (frame health, window
+    /// geometry, focus) and once for a stop (user input, halt, guardian gone).
     Interlock {
-        interlock: String,
+        interlock: InterlockKind,
+        detail: String,
+    },
+    /// Capture failed past its retry bound (or the window is in a mode that cannot be captured): the
+    /// reflex has released everything and ended; the session cannot see (FR-PERC-009).
+    CaptureFailed {
+        problem: Option<FrameProblem>,
         detail: String,
     },
     WindowGone,
@@ -80,6 +103,16 @@ pub enum FromReflex {
     },
 }
 
+/// What `run` adds to the reflex beyond the loop's setup: the template atlas (`--templates`), the
+/// camera calibration (`--calibrate-camera`) and lines for the recording.
+#[derive(Debug, Clone, Default)]
+pub struct ReflexExtras {
+    pub templates: Arc<Atlas>,
+    pub camera: Option<CameraScale>,
+    /// Session notes for the recording (calibration result, a skipped GPU watch).
+    pub notes: Vec<String>,
+}
+
 pub struct ReflexSetup {
     pub display: Option<String>,
     pub window: u32,
@@ -89,6 +122,8 @@ pub struct ReflexSetup {
     pub program: Option<gamepilot_sensor::Program>,
     pub declared: gamepilot_core::Size,
     pub goal: Option<Expression>,
+    pub panic: Chord,
+    pub extras: ReflexExtras,
 }
 
 /// After a confirmation hold ends, the motion and releases that finish the user's answer (the click on the
@@ -196,26 +231,53 @@ fn value_bool(v: &Value) -> Option<bool> {
     }
 }
 
-fn publish(g: &GuardianHandle, held: &HeldRecord) {
-    crate::interlocks::publish(&g.shm, held);
+/// The pixels `template_present(name)` reads: the template's anchor widened by its search radius.
+fn template_region(atlas: &Atlas, p: &gamepilot_sensor::program::Primitive) -> Option<Rect> {
+    let gamepilot_sensor::program::Primitive::Template { name, .. } = p else {
+        return None;
+    };
+    let t = gamepilot_sensor::TemplateAtlas::template(atlas, name)?;
+    let r = t.search_radius as i32;
+    let s = t.size();
+    Some(Rect::new(
+        t.anchor.x - r,
+        t.anchor.y - r,
+        s.w + 2 * t.search_radius,
+        s.h + 2 * t.search_radius,
+    ))
 }
 
-/// Run the reflex cadence until `Stop`, the window vanishes, a halt, or user input.
+/// Run the reflex cadence until `Stop`, the window vanishes, a halt, user input or a capture failure.
 pub fn run(
     setup: ReflexSetup,
     guardian: GuardianHandle,
     rx: Receiver<ToReflex>,
     tx: Sender<FromReflex>,
 ) -> anyhow::Result<()> {
-    let x = X11::connect(setup.display.as_deref())?;
-    let mut sink: Box<dyn InputSink> = if setup.dry_run {
-        Box::new(DryRunSink::default())
-    } else {
-        Box::new(XTestSink::connect(setup.display.as_deref())?)
+    let send = |m: FromReflex| {
+        let _ = tx.send(m);
     };
-    let mut watch = RawInputWatch::connect(setup.display.as_deref(), Watch::All)?;
-    let _ = watch.poll()?;
-    let mut capturer = WindowCapturer::new(&x, setup.window)?;
+    let mut d = Driver::start(
+        DriverSetup {
+            display: setup.display.clone(),
+            window: setup.window,
+            exec: setup.exec.clone(),
+            dry_run: setup.dry_run,
+            hz: setup.hz,
+            panic: setup.panic.clone(),
+            camera: setup.extras.camera,
+            indicator: true,
+        },
+        guardian,
+    )?;
+    let atlas: Arc<Atlas> = setup.extras.templates.clone();
+    let mut capturer = match WindowCapturer::new(d.x11(), setup.window) {
+        Ok(c) => c,
+        Err(e) => {
+            d.finish();
+            return Err(e.into());
+        }
+    };
     let mut perceiver = Perceiver::new();
     let mut sparse = SparseFrame::default();
     let mut evaluator = setup.program.clone().map(|p| Evaluator::new(p, setup.declared));
@@ -223,68 +285,64 @@ pub fn run(
     // region_integer is read by tesseract on its own thread; a missing tesseract leaves it undefined.
     let mut ocr_worker =
         crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new).ok();
-    let mut ex = Executor::new(setup.exec.clone());
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
     let mut watches: Vec<WatchState> = Vec::new();
     let mut tags: Vec<(gamepilot_executor::ActionId, u64)> = Vec::new();
-    let mut ticker = Ticker::new(setup.hz);
     let mut tick: u64 = 0;
-    let mut last_audit = Instant::now();
     let mut holding = false;
     let mut grace_until: Option<Instant> = None;
-    publish(&guardian, ex.held());
-    guardian.shm.set_armed(true);
-    let send = |m: FromReflex| {
-        let _ = tx.send(m);
+    // FR-PERC-009: frame health, black-frame diagnosis, occlusion and capture retry.
+    let mut judge = HealthJudge::default();
+    let mut retry = CaptureRetry::default();
+    let mut black = FrameHealth::default();
+    let mut occluded = false;
+    let mut last_occlusion = Instant::now() - Duration::from_secs(1);
+    let mut ev: Vec<DriverEvent> = Vec::new();
+    let forward = |ev: &mut Vec<DriverEvent>, tags: &mut Vec<(gamepilot_executor::ActionId, u64)>| {
+        for e in ev.drain(..) {
+            match e {
+                DriverEvent::Report(r) => report_finished(tags, &r, &send),
+                DriverEvent::Interlock { kind, detail } => send(FromReflex::Interlock {
+                    interlock: kind,
+                    detail,
+                }),
+                DriverEvent::HeldChanged | DriverEvent::Undeliverable(_) | DriverEvent::Divergence(_) => {}
+            }
+        }
+    };
+    let report_stop = |stop: DriverStop| match stop.interlock() {
+        Some((interlock, detail)) => send(FromReflex::Interlock { interlock, detail }),
+        None => send(FromReflex::WindowGone),
     };
     let result: anyhow::Result<()> = (|| loop {
-        ticker.wait();
         tick += 1;
-        let t: MonoTime = now();
-        let halt = guardian.shm.halt();
-        let Some(crate::interlocks::TargetSample {
-            foreground,
-            chain,
-            pointer,
-        }) = crate::interlocks::sample_target(&x, setup.window)
-        else {
-            send(FromReflex::WindowGone);
-            return Ok(());
-        };
         // FR-SAFE-002: real-device input pauses the agent and releases everything at once (not the user's
         // click on the confirmation overlay, FR-SAFE-005; see `stops_the_run`).
         let in_grace = grace_until.is_some_and(|g| Instant::now() < g);
-        let user = watch
-            .poll()?
-            .into_iter()
-            .find(|e| !e.synthetic && stops_the_run(e.kind, holding, in_grace));
-        if let Some(ev) = user {
-            let out = ex.pause_for_user();
-            sink.deliver(&out.events)?;
-            publish(&guardian, ex.held());
-            let device = watch.device_name(ev.sourceid).unwrap_or("?").to_string();
-            send(FromReflex::Interlock {
-                interlock: "user_input".into(),
-                detail: format!("paused by {device}"),
-            });
+        let stop = d.begin_tick(|k| stops_the_run(k, holding, in_grace), &mut ev)?;
+        forward(&mut ev, &mut tags);
+        if let Some(stop) = stop {
+            report_stop(stop);
             return Ok(());
         }
-        let ctx = ExecContext {
-            now: t,
-            foreground: foreground && halt.is_none(),
-            chain,
-        };
+        // FR-PERC-002: after a move or resize the capture is re-targeted (the pixmap is named again).
+        if d.take_window_changed() {
+            if let Ok(c) = WindowCapturer::new(d.x11(), setup.window) {
+                std::mem::replace(&mut capturer, c).close(d.x11());
+            }
+        }
         loop {
             match rx.try_recv() {
-                Ok(ToReflex::Submit { tag, intention }) => match ex.submit(&intention, &ctx) {
+                Ok(ToReflex::Submit {
+                    tag,
+                    intention,
+                    generation,
+                }) => match d.submit(&intention, Some(generation)) {
                     Ok(id) => {
                         tags.push((id, tag));
                         send(FromReflex::Submitted { tag, result: Ok(()) });
                     }
-                    Err(r) => send(FromReflex::Submitted {
-                        tag,
-                        result: Err(r.to_string()),
-                    }),
+                    Err(r) => send(FromReflex::Submitted { tag, result: Err(r) }),
                 },
                 Ok(ToReflex::Watch { tag, region, settle }) => {
                     watches.push(WatchState {
@@ -296,21 +354,17 @@ pub fn run(
                     });
                 }
                 Ok(ToReflex::CancelOwner(owner)) => {
-                    for r in ex.cancel_owner(owner) {
+                    for r in d.cancel_owner(owner) {
                         report_finished(&mut tags, &r, &send);
                     }
                 }
                 Ok(ToReflex::Subgoal(s)) => subgoal = s,
                 Ok(ToReflex::Hold(on)) => {
                     if on && !holding {
-                        let out = ex.pause_for_user();
-                        sink.deliver(&out.events)?;
-                        publish(&guardian, ex.held());
-                        for r in &out.reports {
-                            report_finished(&mut tags, r, &send);
-                        }
+                        d.pause(&mut ev)?;
+                        forward(&mut ev, &mut tags);
                     } else if !on && holding {
-                        ex.resume();
+                        d.resume();
                         grace_until = Some(Instant::now() + HOLD_GRACE);
                     }
                     holding = on;
@@ -320,67 +374,132 @@ pub fn run(
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => return Ok(()),
             }
         }
-        // The five steps (halt, foreground, advance, reconcile, emit + publish).
-        let out = ex.tick(&TickInput {
-            now: t,
-            halt: halt.is_some(),
-            foreground,
-            chain,
-            pointer,
-        });
-        sink.deliver(&out.events)?;
-        publish(&guardian, ex.held());
-        for r in &out.reports {
-            report_finished(&mut tags, r, &send);
-        }
-        if let ExecState::Halted { reason } = ex.state() {
-            send(FromReflex::Interlock {
-                interlock: "halt".into(),
-                detail: format!("{reason:?} {halt:?}"),
-            });
+        // The five steps (halt, foreground, advance, reconcile, emit + publish), audit, indicator.
+        let stop = d.step(&mut ev)?;
+        forward(&mut ev, &mut tags);
+        if let Some(stop) = stop {
+            report_stop(stop);
             return Ok(());
-        }
-        if !foreground && ex.active() > 0 {
-            send(FromReflex::Interlock {
-                interlock: "focus_lost".into(),
-                detail: "target not foreground".into(),
-            });
-        }
-        if out.events.iter().any(|e| e.is_release()) || last_audit.elapsed() >= Duration::from_secs(1) {
-            if let Some(d) = crate::interlocks::audit(sink.as_mut(), ex.held())? {
-                send(FromReflex::Interlock {
-                    interlock: "held_divergence".into(),
-                    detail: format!("{d:?}"),
-                });
-            }
-            last_audit = Instant::now();
         }
         // Perception of the reflex tick without a full-resolution read-back (NFR-PERC-002): a server-scaled
         // thumbnail for the frame class, signature and change watches, and only the pixel regions that
         // the declared sensors and postconditions cover, copied into a reused sparse frame.
-        let thumb = match capturer.capture_thumbnail(&x, THUMB_W, t) {
-            Ok(f) => f,
+        let t: MonoTime = now();
+        if !retry.should_try(Instant::now()) {
+            continue;
+        }
+        if last_occlusion.elapsed() >= Duration::from_millis(500) {
+            occluded = gamepilot_x11::tracking::occluders(d.x11(), setup.window)
+                .map(|o| !o.is_empty())
+                .unwrap_or(false);
+            last_occlusion = Instant::now();
+        }
+        let thumb = match capturer.capture_thumbnail(d.x11(), THUMB_W, t) {
+            Ok(f) => {
+                retry.succeeded();
+                f
+            }
             Err(e) if e.is_window_gone() => {
                 send(FromReflex::WindowGone);
                 return Ok(());
             }
-            Err(_) => continue,
+            Err(e) => {
+                // FR-PERC-009: named (unsupported mode or transient), retried with back-off, and past the
+                // bound reported as a typed failure the loop stops on.
+                let detail = e.to_string();
+                let diag = black.check(d.x11(), setup.window, &Err(e), t);
+                let problem = diag.as_ref().map(|g| g.problem);
+                let seen = FrameSeen {
+                    signature: None,
+                    black: false,
+                    unsupported: diag.as_ref().filter(|g| g.unsupported).map(|g| g.problem),
+                    occluded,
+                };
+                let (state, changed) = judge.judge(seen, t);
+                let human = diag
+                    .as_ref()
+                    .map(|g| format!("{}; fix: {}", g.message, g.fix))
+                    .unwrap_or_else(|| detail.clone());
+                if changed {
+                    send(FromReflex::Interlock {
+                        interlock: InterlockKind::FrameHealth(state),
+                        detail: human.clone(),
+                    });
+                }
+                match retry.failed(Instant::now()) {
+                    RetryVerdict::Retry { recreate, .. } => {
+                        if recreate {
+                            if let Ok(c) = WindowCapturer::new(d.x11(), setup.window) {
+                                std::mem::replace(&mut capturer, c).close(d.x11());
+                            }
+                        }
+                    }
+                    RetryVerdict::GiveUp { failures } => {
+                        send(FromReflex::CaptureFailed {
+                            problem,
+                            detail: format!("{human} ({failures} attempts in {:?})", retry.give_up_after),
+                        });
+                        return Ok(());
+                    }
+                }
+                continue;
+            }
         };
         let view = thumb.view();
-        let full_size = chain
+        let is_black = view.is_all_black();
+        let unsupported = if is_black {
+            black
+                .check(d.x11(), setup.window, &Ok(thumb.clone()), t)
+                .filter(|g| g.unsupported)
+        } else {
+            if judge.state() == FrameState::Black || matches!(judge.state(), FrameState::Unsupported { .. }) {
+                black = FrameHealth::default();
+            }
+            None
+        };
+        let full_size = d
+            .chain()
             .map(|c| c.client_size)
             .unwrap_or(gamepilot_core::Size::new(view.width, view.height));
         let class = perceiver
             .classify_thumb(Thumb::from_view(&view, THUMB_W as u32))
             .class;
         let signature = region_hash(&view, None);
+        let (health, health_changed) = judge.judge(
+            FrameSeen {
+                signature: Some(signature),
+                black: is_black,
+                unsupported: unsupported.as_ref().map(|g| g.problem),
+                occluded,
+            },
+            t,
+        );
+        if health_changed {
+            let detail = match (&unsupported, health) {
+                (Some(g), _) => format!("{}; fix: {}", g.message, g.fix),
+                (None, FrameState::Black) => "the frame is black".into(),
+                (None, FrameState::Occluded) => "another window covers part of the game window".into(),
+                (None, FrameState::Frozen) => format!("no pixel changed for {:?}", judge.frozen_after),
+                (None, s) => format!("frame {s}"),
+            };
+            send(FromReflex::Interlock {
+                interlock: InterlockKind::FrameHealth(health),
+                detail,
+            });
+        }
         let mut sensors = Vec::new();
         let mut goal_met = None;
         let mut sub = None;
-        if let (Some(ev), Some(chain)) = (evaluator.as_mut(), chain) {
+        if let (Some(ev), Some(chain)) = (evaluator.as_mut(), d.chain()) {
             let mut regions: Vec<Rect> = (0..ev.program().primitives().len())
                 .filter_map(|k| ev.region_of(k))
                 .collect();
+            regions.extend(
+                ev.program()
+                    .primitives()
+                    .iter()
+                    .filter_map(|p| template_region(&atlas, p)),
+            );
             for e in setup.goal.iter().chain(subgoal.as_ref().map(|(_, e)| e)) {
                 regions.extend(
                     e.primitives()
@@ -388,13 +507,16 @@ pub fn run(
                         .filter_map(|p| p.region())
                         .map(|r| chain.rescale_rect_from(r, setup.declared)),
                 );
+                regions.extend(e.primitives().iter().filter_map(|p| template_region(&atlas, p)));
             }
-            sparse.fill(full_size, &regions, |r| capturer.capture_region(&x, r, t).ok());
+            sparse.fill(full_size, &regions, |r| {
+                capturer.capture_region(d.x11(), r, t).ok()
+            });
             let Some(sview) = sparse.view() else { continue };
             let mut ectx = gamepilot_sensor::EvalContext {
                 frame: sview,
                 chain,
-                atlas: &NoTemplates,
+                atlas: &*atlas,
                 recognition: &mut recognition,
             };
             let vals = ev.tick(&mut ectx).to_vec();
@@ -443,32 +565,23 @@ pub fn run(
             tick,
             change: class,
             signature,
-            held: ex.held().iter().count() as u32,
+            held: d.executor().held().iter().count() as u32,
             goal_met,
             subgoal: sub,
             sensors,
-            late_us: ticker.lateness_us.last().copied().unwrap_or(0),
+            late_us: d.late_us(),
+            health,
+            generation: d.generation(),
         });
     })();
     // Every exit path releases everything (FR-ACT-001, INV-SAFE-002).
-    let out = ex.stop(CancelReason::Halted);
-    let _ = sink.deliver(&out.events);
-    publish(&guardian, ex.held());
-    let _ = crate::interlocks::audit(sink.as_mut(), ex.held());
-    capturer.close(&x);
-    guardian.finish();
-    let mut late = ticker.lateness_us.clone();
-    late.sort_unstable();
-    let pct = |p: f64| {
-        late.get(((late.len().saturating_sub(1)) as f64 * p) as usize)
-            .copied()
-            .unwrap_or(0)
-    };
+    capturer.close(d.x11());
+    let stats = d.finish();
     send(FromReflex::Stopped {
-        lateness_p50_us: pct(0.5),
-        lateness_p99_us: pct(0.99),
-        ticks: late.len() as u64,
-        events: sink.count(),
+        lateness_p50_us: stats.lateness_p50_us,
+        lateness_p99_us: stats.lateness_p99_us,
+        ticks: stats.ticks,
+        events: stats.events,
     });
     result
 }
@@ -482,11 +595,10 @@ fn report_finished(
         let (_, tag) = tags.remove(i);
         send(FromReflex::Finished {
             tag,
-            report: serde_json::to_string(&r.kind).unwrap_or_default(),
+            end: ActionEnd::from(&r.kind),
         });
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,22 +1,23 @@
 //! `gamepilot act --window W --actions FILE [--dry-run]`: run a JSON-lines script of intentions through the
 //! full executor with every interlock (guardian, foreground guard, user-input pause, denied keys, budgets,
-//! indicator), printing each accepted/rejected action and the held set as JSON lines on stdout.
+//! indicator), printing each accepted/rejected action and the held set as JSON lines on stdout. The tick
+//! itself is the shared reflex driver (`crate::reflex_driver`), the same one `run` uses.
+//!
+//! A line may carry `"generation": N`, the window-geometry generation it was grounded in: a pointer
+//! action grounded in an older one than the current chain is rejected (`stale_generation`, FR-PERC-002).
+//! `--calibrate-camera` measures the camera before the script so that `camera_degrees` lines convert.
 //!
 //! Lines start in order, each as soon as the previous one is accepted; only `wait` holds the next line back.
 //! `act` exits when every action has finished or was rejected (0), when halted (2: panic key, hung-core
 //! release, budget) or when paused by user input (3: resuming is the user's act — run it again).
 
-use super::common::{now, WindowArgs};
+use super::common::WindowArgs;
+use crate::reflex_driver::{CalibrationFailure, Driver, DriverEvent, DriverSetup, DriverStop, InterlockKind};
 use anyhow::Context as _;
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::Chord;
-use gamepilot_executor::{
-    ActionId, Context, DeniedList, ExecState, Executor, ExecutorConfig, HeldRecord, TickInput, TickOutput,
-};
+use gamepilot_executor::{ActionId, DeniedList, ExecutorConfig, HeldRecord};
 use gamepilot_guardian::SharedState;
-use gamepilot_x11::indicator::Indicator;
-use gamepilot_x11::input::{DryRunSink, InputSink, XTestSink};
-use gamepilot_x11::userinput::{RawInputWatch, Watch};
 use serde_json::json;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -99,6 +100,51 @@ pub struct Args {
     pub dry_run: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub camera: CameraArgs,
+}
+
+/// Camera calibration before the session (FR-ACT-004/005).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CameraArgs {
+    /// Before the session, turn the camera in small relative steps and measure the view's shift, so that
+    /// camera turns in degrees (`camera_degrees`) can be converted into counts.
+    #[arg(long)]
+    pub calibrate_camera: bool,
+    /// The horizontal field of view of the game's camera, for degrees per count.
+    #[arg(long, default_value_t = 90.0)]
+    pub fov_deg: f64,
+    /// Where the view's shift is measured, X,Y,W,H in the window's capture pixels (default: all of it),
+    /// e.g. a compass strip or the horizon band.
+    #[arg(long, value_name = "X,Y,W,H")]
+    pub calibrate_region: Option<String>,
+}
+
+impl CameraArgs {
+    pub fn region(&self) -> anyhow::Result<Option<gamepilot_core::Rect>> {
+        anyhow::ensure!(
+            self.fov_deg > 0.0 && self.fov_deg < 360.0,
+            "--fov-deg must be in (0, 360)"
+        );
+        let Some(s) = &self.calibrate_region else {
+            return Ok(None);
+        };
+        let n: Vec<i64> = s
+            .split(',')
+            .map(|p| p.trim().parse::<i64>())
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("--calibrate-region {s:?}: expected X,Y,W,H"))?;
+        let [x, y, w, h] = n[..] else {
+            anyhow::bail!("--calibrate-region {s:?}: expected four numbers X,Y,W,H");
+        };
+        anyhow::ensure!(
+            x >= 0 && y >= 0 && w > 0 && h > 0 && w <= 1 << 16 && h <= 1 << 16,
+            "--calibrate-region {s:?}: a non-empty rectangle inside the window"
+        );
+        Ok(Some(gamepilot_core::Rect::new(
+            x as i32, y as i32, w as u32, h as u32,
+        )))
+    }
 }
 
 /// The guardian child and the shared page it watches.
@@ -232,8 +278,6 @@ fn emit(v: serde_json::Value) {
     let _ = out.flush();
 }
 
-use crate::interlocks::publish;
-
 struct Status {
     tty: bool,
     last: String,
@@ -263,24 +307,6 @@ impl Status {
     }
 }
 
-/// Audit against the server (INV-ACT-002) and report any divergence as an event.
-fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> anyhow::Result<()> {
-    if let Some(d) = crate::interlocks::audit(sink, held)? {
-        let mut v = json!(d);
-        v["event"] = json!("divergence");
-        emit(v);
-    }
-    Ok(())
-}
-
-fn deliver(sink: &mut dyn InputSink, out: &TickOutput) -> anyhow::Result<()> {
-    let skipped = sink.deliver(&out.events)?;
-    for k in skipped {
-        emit(json!({"event": "undeliverable", "key": k, "why": "no keycode on this keyboard"}));
-    }
-    Ok(())
-}
-
 fn read_script(path: &PathBuf) -> anyhow::Result<Vec<String>> {
     if path.as_os_str() == "-" {
         Ok(std::io::stdin().lock().lines().collect::<Result<_, _>>()?)
@@ -290,95 +316,146 @@ fn read_script(path: &PathBuf) -> anyhow::Result<Vec<String>> {
     }
 }
 
+/// Print one driver event as a JSON line.
+fn emit_event(e: &DriverEvent, held: &HeldRecord) {
+    match e {
+        DriverEvent::Report(r) => emit(json!({"event": "report", "report": r})),
+        DriverEvent::HeldChanged => emit(held_json(held)),
+        DriverEvent::Undeliverable(k) => {
+            emit(json!({"event": "undeliverable", "key": k, "why": "no keycode on this keyboard"}))
+        }
+        DriverEvent::Divergence(d) => {
+            let mut v = json!(d);
+            v["event"] = json!("divergence");
+            emit(v);
+        }
+        // Printed as `divergence` above.
+        DriverEvent::Interlock {
+            kind: InterlockKind::HeldDivergence,
+            ..
+        } => {}
+        DriverEvent::Interlock { kind, detail } => {
+            let mut v = json!({"event": "interlock", "interlock": kind.name(), "detail": detail});
+            if let InterlockKind::WindowChanged { generation } = kind {
+                v["generation"] = json!(generation);
+            }
+            emit(v);
+        }
+    }
+}
+
+/// Print a stop as `act` always has and give its exit code.
+fn emit_stop(stop: &DriverStop, held: &HeldRecord) -> i32 {
+    match stop {
+        DriverStop::GuardianGone => {
+            emit(json!({"event": "guardian_gone", "message": "the guardian exited; disarming"}));
+            1
+        }
+        DriverStop::WindowGone => {
+            emit(json!({"event": "window_gone"}));
+            1
+        }
+        DriverStop::UserInput {
+            device,
+            sourceid,
+            input,
+        } => {
+            emit(
+                json!({"event": "paused", "reason": "user_input", "device": device, "sourceid": sourceid,
+                "input": format!("{input:?}")}),
+            );
+            emit(held_json(held));
+            3
+        }
+        DriverStop::Halted { reason, cause } => {
+            emit(json!({"event": "halted", "reason": reason, "cause": cause}));
+            2
+        }
+    }
+}
+
+/// A script line: an intention, optionally with the chain generation it was grounded in
+/// (`"generation": N`; a pointer action grounded in an older one is refused, FR-PERC-002).
+fn parse_line(line: &str) -> Result<(Intention, Option<u64>), serde_json::Error> {
+    let mut v: serde_json::Value = serde_json::from_str(line)?;
+    let generation = v
+        .as_object_mut()
+        .and_then(|o| o.remove("generation"))
+        .and_then(|g| g.as_u64());
+    Ok((serde_json::from_value(v)?, generation))
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (cfg, panic) = args.limits.config()?;
     let lines = read_script(&args.actions)?;
     let (x, win) = args.target.resolve()?;
+    drop(x);
     let display = args.target.display.clone();
     let hz = args.limits.hz.clamp(1, 1000);
+    let region = args.camera.region()?;
     // The guardian first: nothing is armed without it (FR-SAFE-003).
-    let mut guardian = GuardianHandle::spawn(display.as_deref(), &panic, args.limits.stale_ms)?;
-    let mut sink: Box<dyn InputSink> = if args.dry_run {
-        Box::new(DryRunSink::default())
-    } else {
-        Box::new(XTestSink::connect(display.as_deref())?)
-    };
-    let mut watch =
-        RawInputWatch::connect(display.as_deref(), Watch::All).context("starting the user-input watch")?;
-    let _ = watch.poll()?; // discard anything queued before arming
-    let mut ex = Executor::new(cfg);
-    let indicator_text = if args.dry_run {
-        format!("gamepilot: DRY RUN (panic {panic})")
-    } else {
-        format!("gamepilot: INPUT ARMED (panic {panic})")
-    };
-    let target_rect = x.client_rect(win.id).unwrap_or(win.geometry);
-    let mut indicator = Indicator::show(display.as_deref(), target_rect, &indicator_text)
-        .ok()
-        .flatten();
+    let guardian = GuardianHandle::spawn(display.as_deref(), &panic, args.limits.stale_ms)?;
+    let mut d = Driver::start(
+        DriverSetup {
+            display: display.clone(),
+            window: win.id,
+            exec: cfg,
+            dry_run: args.dry_run,
+            hz,
+            panic: panic.clone(),
+            camera: None,
+            indicator: true,
+        },
+        guardian,
+    )?;
     let mut status = Status {
         tty: std::io::stderr().is_terminal(),
         last: String::new(),
     };
-    publish(&guardian.shm, ex.held());
-    guardian.shm.set_armed(true);
     emit(
         json!({"event": "armed", "window": format!("0x{:x}", win.id), "dry_run": args.dry_run,
-        "guardian_pid": guardian.pid(), "panic_key": panic.to_string(), "hz": hz}),
+        "guardian_pid": d.guardian_pid(), "panic_key": panic.to_string(), "hz": hz}),
     );
 
-    let mut ticker = Ticker::new(hz);
     let mut next_line = 0usize;
     let mut waiting: Option<ActionId> = None;
-    let mut last_audit = Instant::now();
-    let mut last_raise = Instant::now();
     let mut code = 0;
+    let mut ev: Vec<DriverEvent> = Vec::new();
     let result: anyhow::Result<()> = (|| {
-        loop {
-            ticker.wait();
-            let t = now();
-            if !guardian.alive() {
-                emit(json!({"event": "guardian_gone", "message": "the guardian exited; disarming"}));
-                code = 1;
-                return Ok(());
+        if args.camera.calibrate_camera {
+            let r = d.calibrate_camera(region, args.camera.fov_deg, &mut ev)?;
+            for e in ev.drain(..) {
+                emit_event(&e, d.executor().held());
             }
-            let halt = guardian.shm.halt();
-            let Some(crate::interlocks::TargetSample {
-                foreground,
-                chain,
-                pointer,
-            }) = crate::interlocks::sample_target(&x, win.id)
-            else {
-                emit(json!({"event": "window_gone"}));
-                code = 1;
-                return Ok(());
-            };
-            // FR-SAFE-002: real-device input pauses the agent and releases everything at once.
-            if let Some(ev) = watch.poll_user()? {
-                let out = ex.pause_for_user();
-                deliver(sink.as_mut(), &out)?;
-                publish(&guardian.shm, ex.held());
-                for r in &out.reports {
-                    emit(json!({"event": "report", "report": r}));
+            match r {
+                Ok(c) => {
+                    let mut v = json!(c);
+                    v["event"] = json!("camera_calibration");
+                    emit(v);
                 }
-                let device = watch.device_name(ev.sourceid).unwrap_or("?").to_string();
-                emit(
-                    json!({"event": "paused", "reason": "user_input", "device": device, "sourceid": ev.sourceid,
-                    "input": format!("{:?}", ev.kind)}),
-                );
-                emit(held_json(ex.held()));
-                code = 3;
+                Err(CalibrationFailure::Stopped(stop)) => {
+                    code = emit_stop(&stop, d.executor().held());
+                    return Ok(());
+                }
+                Err(f) => {
+                    emit(json!({"event": "camera_calibration_failed", "message": f.to_string()}));
+                }
+            }
+        }
+        loop {
+            ev.clear();
+            let stop = d.begin_tick(|_| true, &mut ev)?;
+            for e in ev.drain(..) {
+                emit_event(&e, d.executor().held());
+            }
+            if let Some(stop) = stop {
+                code = emit_stop(&stop, d.executor().held());
                 return Ok(());
             }
             // Start script lines: each as soon as the previous one is accepted; `wait` holds the rest back.
-            if waiting.is_some_and(|id| !ex.is_active(id)) {
+            if waiting.is_some_and(|id| !d.executor().is_active(id)) {
                 waiting = None;
             }
-            let ctx = Context {
-                now: t,
-                foreground: foreground && halt.is_none(),
-                chain,
-            };
             while waiting.is_none() && next_line < lines.len() {
                 let n = next_line + 1;
                 let line = lines[next_line].trim().to_string();
@@ -386,7 +463,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 if line.is_empty() || line.starts_with('#') {
                     continue;
                 }
-                let intention: Intention = match serde_json::from_str(&line) {
+                let (intention, generation) = match parse_line(&line) {
                     Ok(i) => i,
                     Err(e) => {
                         emit(
@@ -396,7 +473,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                         continue;
                     }
                 };
-                match ex.submit(&intention, &ctx) {
+                match d.submit(&intention, generation) {
                     Ok(id) => {
                         emit(json!({"event": "accepted", "line": n, "id": id.0, "action": &intention}));
                         if matches!(intention.action, Action::Wait { .. }) {
@@ -410,76 +487,69 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 }
             }
             // The five steps (halt, foreground, advance, reconcile, emit + publish).
-            let out = ex.tick(&TickInput {
-                now: t,
-                halt: halt.is_some(),
-                foreground,
-                chain,
-                pointer,
-            });
-            deliver(sink.as_mut(), &out)?;
-            publish(&guardian.shm, ex.held());
-            for r in &out.reports {
-                emit(json!({"event": "report", "report": r}));
+            let stop = d.step(&mut ev)?;
+            for e in ev.drain(..) {
+                emit_event(&e, d.executor().held());
             }
-            if out.held_changed {
-                emit(held_json(ex.held()));
-            }
-            let state = match ex.state() {
-                ExecState::Armed if foreground => "ARMED",
-                ExecState::Armed => "NOT FOREGROUND",
-                ExecState::Paused => "PAUSED",
-                ExecState::Halted { .. } => "HALTED",
-            };
-            status.show(state, ex.held(), args.dry_run);
-            if let ExecState::Halted { reason } = ex.state() {
-                emit(json!({"event": "halted", "reason": reason, "cause": halt}));
-                audit(sink.as_mut(), ex.held())?;
-                code = 2;
+            status.show(d.state_label(), d.executor().held(), args.dry_run);
+            if let Some(stop) = stop {
+                code = emit_stop(&stop, d.executor().held());
                 return Ok(());
             }
-            if out.events.iter().any(|e| e.is_release()) || last_audit.elapsed() >= Duration::from_secs(1) {
-                audit(sink.as_mut(), ex.held())?;
-                last_audit = Instant::now();
-            }
-            if last_raise.elapsed() >= Duration::from_secs(1) {
-                if let Some(ind) = indicator.as_mut() {
-                    let _ = ind.set_text(&format!("{indicator_text} {state}"));
-                    let _ = ind.raise_and_draw();
-                }
-                last_raise = Instant::now();
-            }
-            if next_line >= lines.len() && waiting.is_none() && ex.active() == 0 {
+            if next_line >= lines.len() && waiting.is_none() && d.executor().active() == 0 {
                 return Ok(());
             }
         }
     })();
-    // Every exit path releases everything (FR-ACT-001).
-    let out = ex.stop(gamepilot_executor::CancelReason::Halted);
-    let _ = deliver(sink.as_mut(), &out);
-    // A round trip on the sink's connection: the server has processed every release before we go on, and
-    // anything the record does not own is released too (INV-ACT-002 on the release path).
-    let _ = audit(sink.as_mut(), ex.held());
-    publish(&guardian.shm, ex.held());
-    if !out.events.is_empty() {
-        emit(held_json(ex.held()));
+    // Every exit path releases everything (FR-ACT-001), checked against the server.
+    let stats = d.finish();
+    if stats.released_on_stop {
+        emit(held_json(&HeldRecord::default()));
     }
-    drop(indicator.take());
-    guardian.finish();
     if status.tty {
         eprintln!();
     }
-    let mut late = ticker.lateness_us.clone();
-    late.sort_unstable();
-    let pct = |p: f64| {
-        late.get(((late.len().saturating_sub(1)) as f64 * p) as usize)
-            .copied()
-            .unwrap_or(0)
-    };
     emit(
-        json!({"event": "done", "code": code, "dry_run": args.dry_run, "delivered": if sink.delivers() { sink.count() } else { 0 },
-        "would_deliver": sink.count(), "ticks": late.len(), "lateness_us_p50": pct(0.5), "lateness_us_p99": pct(0.99)}),
+        json!({"event": "done", "code": code, "dry_run": args.dry_run, "delivered": if stats.delivers { stats.events } else { 0 },
+        "would_deliver": stats.events, "ticks": stats.ticks, "lateness_us_p50": stats.lateness_p50_us, "lateness_us_p99": stats.lateness_p99_us}),
     );
     result?;
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_lines_may_name_the_generation_they_were_grounded_in() {
+        // FR-PERC-002
+        let (i, g) = parse_line(r#"{"action":"click","x":1,"y":2,"generation":3}"#).unwrap();
+        assert_eq!(i.action.name(), "click");
+        assert_eq!(g, Some(3));
+        let (_, g) = parse_line(r#"{"action":"key","key":"a"}"#).unwrap();
+        assert_eq!(g, None);
+        assert!(parse_line(r#"{"action":"nope"}"#).is_err());
+    }
+
+    #[test]
+    fn calibration_region_and_fov_are_checked() {
+        // FR-ACT-004
+        let mut a = CameraArgs {
+            calibrate_camera: true,
+            fov_deg: 90.0,
+            calibrate_region: Some("0,0,1280,40".into()),
+        };
+        assert_eq!(
+            a.region().unwrap(),
+            Some(gamepilot_core::Rect::new(0, 0, 1280, 40))
+        );
+        a.calibrate_region = Some("0,0,0,40".into());
+        assert!(a.region().is_err());
+        a.calibrate_region = Some("1,2,3".into());
+        assert!(a.region().is_err());
+        a.calibrate_region = None;
+        a.fov_deg = 0.0;
+        assert!(a.region().is_err());
+    }
 }

@@ -116,6 +116,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 .unwrap_or_else(|| "coins".into()),
         ),
         grounding_paths: args.grounding.paths(),
+        // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
+        reflex: crate::agent::reflex::ReflexExtras::default(),
+        degrade: None,
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;

@@ -201,6 +201,103 @@ pub struct Args {
     pub grounding: GroundingChoice,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// A folder of PNG templates for `template_present("NAME", …)` sensors, each named NAME@X,Y.png
+    /// (X, Y: where it appears in the window's capture pixels).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// How far around its anchor a template is looked for, in pixels.
+    #[arg(long, default_value_t = gamepilot_sensor::template::DEFAULT_RADIUS)]
+    pub template_radius: u32,
+    #[command(flatten)]
+    pub camera: super::act::CameraArgs,
+    /// Do not start the GPU-memory watch (FR-MODEL-004).
+    #[arg(long)]
+    pub no_gpu_watch: bool,
+}
+
+/// What `run` and `demo` add to the reflex: templates, camera calibration, the GPU watch; with the lines
+/// that go into the recording.
+pub struct ReflexWiring {
+    pub extras: crate::agent::reflex::ReflexExtras,
+    pub degrade: Option<std::sync::mpsc::Receiver<gamepilot_model::DegradeCommand>>,
+    /// Keeps the GPU watch thread alive for the session.
+    pub gpu: Option<crate::gpu_watch::GpuWatcher>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn reflex_wiring(
+    display: Option<String>,
+    window: &gamepilot_x11::WindowInfo,
+    exec: &gamepilot_executor::ExecutorConfig,
+    limits: &LimitArgs,
+    panic: &gamepilot_core::Chord,
+    templates: Option<&std::path::Path>,
+    template_radius: u32,
+    camera: &super::act::CameraArgs,
+    dry_run: bool,
+    gpu_watch: bool,
+) -> anyhow::Result<ReflexWiring> {
+    let mut extras = crate::agent::reflex::ReflexExtras::default();
+    let declared = gamepilot_core::Size::new(window.geometry.w, window.geometry.h);
+    if let Some(dir) = templates {
+        let (atlas, names) = crate::templates::load_dir(dir, declared, template_radius)?;
+        println!("templates: {} from {}", names.join(", "), dir.display());
+        extras
+            .notes
+            .push(format!("templates: {} from {}", names.join(", "), dir.display()));
+        extras.templates = std::sync::Arc::new(atlas);
+    }
+    let region = camera.region()?;
+    if camera.calibrate_camera {
+        anyhow::ensure!(
+            !dry_run,
+            "--calibrate-camera delivers input to measure the camera; it cannot run with --dry-run"
+        );
+        match crate::reflex_driver::calibrate_before_session(
+            display,
+            window.id,
+            exec.clone(),
+            panic.clone(),
+            limits.stale_ms,
+            limits.hz,
+            region,
+            camera.fov_deg,
+        )? {
+            Ok(c) => {
+                let line = format!(
+                    "camera calibration: {:.3} px/count, {:.4} deg/count (fov {} deg over {} px, {} moves matched)",
+                    c.px_per_count_x,
+                    c.deg_per_count,
+                    c.fov_deg,
+                    c.width_px,
+                    c.samples.len()
+                );
+                println!("{line}");
+                extras
+                    .notes
+                    .push(format!("{line}: {}", serde_json::to_string(&c)?));
+                extras.camera = Some(c.scale());
+            }
+            Err(f) => {
+                eprintln!("warning: {f}; camera turns in degrees will be refused");
+                extras.notes.push(format!("camera calibration failed: {f}"));
+            }
+        }
+    }
+    let (gpu, degrade) = if gpu_watch {
+        let mut w = crate::gpu_watch::GpuWatcher::start_nvml(
+            0,
+            gamepilot_model::LadderConfig::default(),
+            Duration::from_secs(1),
+        );
+        eprintln!("{}", w.describe());
+        extras.notes.push(w.describe());
+        let rx = w.take_commands();
+        (Some(w), Some(rx))
+    } else {
+        (None, None)
+    };
+    Ok(ReflexWiring { extras, degrade, gpu })
 }
 
 pub fn default_record_dir() -> PathBuf {
@@ -265,6 +362,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
     };
+    let wiring = reflex_wiring(
+        args.target.display.clone(),
+        &win,
+        &exec,
+        &args.limits,
+        &panic,
+        args.templates.as_deref(),
+        args.template_radius,
+        &args.camera,
+        args.dry_run,
+        !args.no_gpu_watch,
+    )?;
     let (client, host) = args.model.connect()?;
     let caps = client.probe().context("probing the model host")?;
     let vision = args.image.unwrap_or(caps.vision == Some(true));
@@ -307,8 +416,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         research_endpoint: args.search_endpoint.clone(),
         progress_sensor: args.stuck.progress_sensor.clone(),
         grounding_paths: args.grounding.paths(),
+        reflex: wiring.extras,
+        degrade: wiring.degrade,
     };
     let summary = agent::run_agent(cfg)?;
+    drop(wiring.gpu);
     drop(host);
     print_summary(&summary);
     Ok(if summary.stop_reason == "GoalMet" { 0 } else { 4 })
