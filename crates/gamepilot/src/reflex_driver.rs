@@ -924,7 +924,7 @@ impl CaptureRetry {
         self.next_try = Some(now + after);
         RetryVerdict::Retry {
             after,
-            recreate: self.failures % 4 == 0,
+            recreate: self.failures.is_multiple_of(4),
         }
     }
 }
