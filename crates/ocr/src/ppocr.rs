@@ -184,6 +184,8 @@ impl PpOcr {
                 let mut c = s.chars();
                 match (c.next(), c.next()) {
                     (Some(ch), None) if ch.is_ascii_digit() || ch == '-' => Some((i, ch)),
+                    // A lone "0" in a counter is often read as the letter O; in a digits-only read it is 0.
+                    (Some('O' | 'o'), None) => Some((i, '0')),
                     _ => None,
                 }
             })
@@ -362,8 +364,9 @@ fn ctc(
                 continue;
             }
             if best != 0 && best != prev {
-                if let Some(s) = classes.get(best) {
-                    chars.push((s.clone(), t, prob));
+                let digit = digit_classes.iter().find(|d| d.0 == best).map(|d| d.1.to_string());
+                if let Some(s) = if digits_only { digit } else { classes.get(best).cloned() } {
+                    chars.push((s, t, prob));
                 }
             }
             prev = best;
