@@ -364,8 +364,15 @@ fn ctc(
                 continue;
             }
             if best != 0 && best != prev {
-                let digit = digit_classes.iter().find(|d| d.0 == best).map(|d| d.1.to_string());
-                if let Some(s) = if digits_only { digit } else { classes.get(best).cloned() } {
+                let digit = digit_classes
+                    .iter()
+                    .find(|d| d.0 == best)
+                    .map(|d| d.1.to_string());
+                if let Some(s) = if digits_only {
+                    digit
+                } else {
+                    classes.get(best).cloned()
+                } {
                     chars.push((s, t, prob));
                 }
             }
