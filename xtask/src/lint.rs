@@ -15,7 +15,16 @@ const LOGIC_CRATES: &[&str] = &[
     "gamepilot-planner",
     "gamepilot-session",
 ];
-const FORBIDDEN_IN_LOGIC: &[&str] = &["x11rb", "ureq", "reqwest", "tokio", "hyper", "tesseract", "ort", "zbus"];
+const FORBIDDEN_IN_LOGIC: &[&str] = &[
+    "x11rb",
+    "ureq",
+    "reqwest",
+    "tokio",
+    "hyper",
+    "tesseract",
+    "ort",
+    "zbus",
+];
 
 /// The one file allowed to synthesise input (FR-ACT-008).
 const INPUT_CALL_SITE: &str = "crates/x11/src/input.rs";

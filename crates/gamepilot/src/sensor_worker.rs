@@ -159,11 +159,13 @@ impl SensorWorker {
     }
 
     /// Requests dropped because the reader fell behind.
+    #[cfg(test)]
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// Requests submitted and not yet answered (queued or being read).
+    #[cfg(test)]
     pub fn in_flight(&self) -> usize {
         self.in_flight
     }

@@ -184,6 +184,8 @@ impl PpOcr {
                 let mut c = s.chars();
                 match (c.next(), c.next()) {
                     (Some(ch), None) if ch.is_ascii_digit() || ch == '-' => Some((i, ch)),
+                    // A lone "0" in a counter is often read as the letter O; in a digits-only read it is 0.
+                    (Some('O' | 'o'), None) => Some((i, '0')),
                     _ => None,
                 }
             })
@@ -362,8 +364,16 @@ fn ctc(
                 continue;
             }
             if best != 0 && best != prev {
-                if let Some(s) = classes.get(best) {
-                    chars.push((s.clone(), t, prob));
+                let digit = digit_classes
+                    .iter()
+                    .find(|d| d.0 == best)
+                    .map(|d| d.1.to_string());
+                if let Some(s) = if digits_only {
+                    digit
+                } else {
+                    classes.get(best).cloned()
+                } {
+                    chars.push((s, t, prob));
                 }
             }
             prev = best;
@@ -559,30 +569,89 @@ pub(crate) fn db_boxes(
         if out.len() >= 1000 {
             break;
         }
-        let (bw, bh) = ((x1 - x0 + 1) as f32, (y1 - y0 + 1) as f32);
-        if bw.min(bh) < 3.0 {
-            continue;
+        // A component that two texts share through a faint bridge (HUD counters a panel border apart) is
+        // split where the map stays weak across the whole box for a gap wider than the box is tall.
+        for (sx0, sx1) in split_at_valleys(prob, w, (x0, y0, x1, y1)) {
+            if let Some(b) = scored_box(prob, w, h, (sx0, y0, sx1, y1), box_thresh) {
+                out.push(b);
+            }
         }
-        let mut sum = 0.0f32;
-        for y in y0..=y1 {
-            sum += prob[y * w + x0..=y * w + x1].iter().sum::<f32>();
-        }
-        let score = sum / (bw * bh);
-        if score < box_thresh {
-            continue;
-        }
-        let d = bw * bh * 1.6 / (2.0 * (bw + bh));
-        let (fx0, fy0) = ((x0 as f32 - d).max(0.0), (y0 as f32 - d).max(0.0));
-        let (fx1, fy1) = (
-            (x1 as f32 + 1.0 + d).min(w as f32),
-            (y1 as f32 + 1.0 + d).min(h as f32),
-        );
-        if (fx1 - fx0).min(fy1 - fy0) < 5.0 {
-            continue;
-        }
-        out.push((fx0, fy0, fx1, fy1, score));
     }
     out
+}
+
+/// Column ranges of the box separated by runs of columns whose strongest probability is below 0.5 and
+/// that are at least as wide as the box is tall.
+fn split_at_valleys(
+    prob: &[f32],
+    w: usize,
+    (x0, y0, x1, y1): (usize, usize, usize, usize),
+) -> Vec<(usize, usize)> {
+    let min_gap = y1 - y0 + 1;
+    let strong: Vec<bool> = (x0..=x1)
+        .map(|x| (y0..=y1).any(|y| prob.get(y * w + x).is_some_and(|&p| p >= 0.5)))
+        .collect();
+    let mut parts = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut weak_run = 0usize;
+    let mut last_strong = x0;
+    for (i, &s) in strong.iter().enumerate() {
+        let x = x0 + i;
+        if s {
+            if start.is_none() {
+                start = Some(x);
+            } else if weak_run >= min_gap {
+                if let Some(st) = start {
+                    parts.push((st, last_strong));
+                }
+                start = Some(x);
+            }
+            weak_run = 0;
+            last_strong = x;
+        } else {
+            weak_run += 1;
+        }
+    }
+    match start {
+        Some(st) => parts.push((st, last_strong)),
+        None => parts.push((x0, x1)),
+    }
+    parts
+}
+
+/// Score a box by the mean probability inside it and grow it by DB's unclip distance (ratio 1.6).
+fn scored_box(
+    prob: &[f32],
+    w: usize,
+    h: usize,
+    (x0, y0, x1, y1): (usize, usize, usize, usize),
+    box_thresh: f32,
+) -> Option<(f32, f32, f32, f32, f32)> {
+    let (bw, bh) = ((x1 - x0 + 1) as f32, (y1 - y0 + 1) as f32);
+    if bw.min(bh) < 3.0 {
+        return None;
+    }
+    let mut sum = 0.0f32;
+    for y in y0..=y1 {
+        sum += prob
+            .get(y * w + x0..=y * w + x1)
+            .map(|r| r.iter().sum::<f32>())
+            .unwrap_or(0.0);
+    }
+    let score = sum / (bw * bh);
+    if score < box_thresh {
+        return None;
+    }
+    let d = bw * bh * 1.6 / (2.0 * (bw + bh));
+    let (fx0, fy0) = ((x0 as f32 - d).max(0.0), (y0 as f32 - d).max(0.0));
+    let (fx1, fy1) = (
+        (x1 as f32 + 1.0 + d).min(w as f32),
+        (y1 as f32 + 1.0 + d).min(h as f32),
+    );
+    if (fx1 - fx0).min(fy1 - fy0) < 5.0 {
+        return None;
+    }
+    Some((fx0, fy0, fx1, fy1, score))
 }
 
 impl Ocr for PpOcr {
@@ -613,6 +682,24 @@ mod tests {
         assert!(db_boxes(&p, w, h, 0.95, 0.5).is_empty());
         assert!(db_boxes(&[], 0, 0, 0.3, 0.5).is_empty());
         assert!(db_boxes(&p[..10], w, h, 0.3, 0.5).is_empty());
+    }
+
+    #[test]
+    fn two_texts_joined_by_a_faint_bridge_are_two_boxes() {
+        // Issue 13: Doom's AMMO and HEALTH counters, a panel border apart, read as "50100%" when joined.
+        let (w, h) = (96, 24);
+        let mut p = vec![0f32; w * h];
+        for y in 8..16 {
+            for x in (10..30).chain(50..80) {
+                p[y * w + x] = 0.9;
+            }
+            for x in 30..50 {
+                p[y * w + x] = 0.35;
+            }
+        }
+        let b = db_boxes(&p, w, h, 0.3, 0.3);
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert!(b[0].2 < 50.0 && b[1].0 > 30.0, "{b:?}");
     }
 
     #[test]
