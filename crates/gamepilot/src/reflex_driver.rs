@@ -39,6 +39,8 @@ pub enum HaltCause {
     CoreDied,
     /// The session's wall-clock budget is spent (FR-SAFE-004).
     BudgetSpent,
+    /// The guardian was told to stop (SIGTERM) and released everything before it exited.
+    GuardianStopped,
     /// The halt flag was set with a cause this build does not know.
     Unknown,
 }
@@ -51,6 +53,7 @@ impl HaltCause {
             (_, Some(G::Panic)) => HaltCause::Panic,
             (_, Some(G::StaleHeartbeat)) => HaltCause::StaleHeartbeat,
             (_, Some(G::CoreDied)) => HaltCause::CoreDied,
+            (_, Some(G::GuardianStopped)) => HaltCause::GuardianStopped,
             (HaltReason::HaltFlag, None) => HaltCause::Unknown,
         }
     }

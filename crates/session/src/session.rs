@@ -625,21 +625,19 @@ impl Session {
                         _ => {}
                     }
                 }
-                Command::Stuck { signal } => {
-                    // FR-GND-008: actions that worked, many in a row, with no progress are the wrong
-                    // actions, not wrongly grounded ones.
-                    if self.confirmed_since_progress >= ACTION_CHOICE_STREAK {
-                        self.extra_failures.record(FailureCause::ActionChoice);
-                        out.push(Effect::Record(SessionRecord::Failure {
-                            action: None,
-                            cause: FailureCause::ActionChoice,
-                            evidence: format!(
-                                "{} confirmed actions and no progress ({signal:?})",
-                                self.confirmed_since_progress
-                            ),
-                        }));
-                        self.confirmed_since_progress = 0;
-                    }
+                // FR-GND-008: actions that worked, many in a row, with no progress are the wrong actions,
+                // not wrongly grounded ones.
+                Command::Stuck { signal } if self.confirmed_since_progress >= ACTION_CHOICE_STREAK => {
+                    self.extra_failures.record(FailureCause::ActionChoice);
+                    out.push(Effect::Record(SessionRecord::Failure {
+                        action: None,
+                        cause: FailureCause::ActionChoice,
+                        evidence: format!(
+                            "{} confirmed actions and no progress ({signal:?})",
+                            self.confirmed_since_progress
+                        ),
+                    }));
+                    self.confirmed_since_progress = 0;
                 }
                 Command::Stop { reason } => {
                     let by = if reason == StopReason::UserStop {
@@ -1239,7 +1237,7 @@ impl ReflexFeed {
         }
         self.worst_late_us = self.worst_late_us.max(report.late_us);
         self.ticks += 1;
-        let due = report.tick % self.every == 0
+        let due = report.tick.is_multiple_of(self.every)
             || report.change == FrameChange::Scene
             || report.goal_met != self.last_goal_met;
         if !due {

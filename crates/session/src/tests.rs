@@ -743,7 +743,10 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
         }),
         ms(200),
     );
-    let fx = s.step(outcome(tick, menu(), reply(TacticalReply::Note { text: "x".into() })), ms(300));
+    let fx = s.step(
+        outcome(tick, menu(), reply(TacticalReply::Note { text: "x".into() })),
+        ms(300),
+    );
     let job = tactical_jobs(&fx)[0];
     assert_eq!(job.visual_pixels, before / 2);
     assert_eq!(job.context.config().context_tokens, 2048);

@@ -781,16 +781,14 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             .map(Input::Reflex)
             .into_iter()
             .collect(),
-        FromReflex::Submitted {
-            tag,
-            result: Err(r),
-        } => vec![Input::ActionRejected {
+        FromReflex::Submitted { tag, result: Err(r) } => vec![Input::ActionRejected {
             action: tag,
             rejection: rejection_of(&r.reason),
         }],
         FromReflex::Submitted { tag, result: Ok(()) } => vec![Input::ActionAccepted { action: tag }],
         FromReflex::Finished { tag, end } => {
             let end = match &end {
+                e if e.is_finished() => ActionEnd::Finished,
                 reflex::ActionEnd::Finished => ActionEnd::Finished,
                 reflex::ActionEnd::Cancelled { .. } | reflex::ActionEnd::ForcedRelease { .. } => {
                     ActionEnd::Cancelled {
@@ -803,10 +801,7 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             };
             vec![Input::ActionEnded { action: tag, end }]
         }
-        FromReflex::Evidence { tag, changed } => vec![Input::Evidence {
-            action: tag,
-            changed,
-        }],
+        FromReflex::Evidence { tag, changed } => vec![Input::Evidence { action: tag, changed }],
         FromReflex::Interlock { interlock, detail } => {
             let kind = match interlock {
                 reflex::InterlockKind::UserInput => InterlockKind::UserInput,
@@ -819,6 +814,8 @@ fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
                 reflex::InterlockKind::WindowChanged { .. } => InterlockKind::WindowChanged,
                 reflex::InterlockKind::HeldDivergence => InterlockKind::HeldDivergence,
             };
+            // The reflex's and the session's ideas of a stopping interlock agree.
+            debug_assert_eq!(kind.stops_session(), interlock.stops_session());
             vec![Input::Interlock { kind, detail }]
         }
         FromReflex::CaptureFailed { problem, detail } => vec![Input::Interlock {
@@ -863,9 +860,7 @@ fn rejection_of(r: &gamepilot_executor::RejectReason) -> gamepilot_session::Reje
     use gamepilot_session::Rejection;
     let detail = r.to_string();
     match r {
-        E::DeniedChord { chord } => Rejection::DeniedKey {
-            chord: chord.clone(),
-        },
+        E::DeniedChord { chord } => Rejection::DeniedKey { chord: chord.clone() },
         E::ActionRateExceeded { .. } => Rejection::RateLimited { detail },
         E::HoldTooLong { .. } | E::WaitTooLong { .. } => Rejection::MaxHold { detail },
         E::StaleGeneration { grounded, current } => Rejection::StaleGeneration {

@@ -283,8 +283,7 @@ pub fn run(
     let mut evaluator = setup.program.clone().map(|p| Evaluator::new(p, setup.declared));
     let mut recognition = RecognitionCache::new(64, 8);
     // region_integer is read by tesseract on its own thread; a missing tesseract leaves it undefined.
-    let mut ocr_worker =
-        crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new).ok();
+    let mut ocr_worker = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new).ok();
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
     let mut watches: Vec<WatchState> = Vec::new();
     let mut tags: Vec<(gamepilot_executor::ActionId, u64)> = Vec::new();
