@@ -225,7 +225,7 @@ pub fn bound_text(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut cut = max.saturating_sub(40).min(text.len());
+    let mut cut = max.saturating_sub(64).min(text.len());
     while cut > 0 && !text.is_char_boundary(cut) {
         cut -= 1;
     }
