@@ -113,18 +113,18 @@ const DECISION_INTERNALS: &[&str] = &[
     ".add_research(",
 ];
 
-/// Where the binary's agent/ sources are and the largest the binary may be.
-const AGENT_DIR: &str = "crates/gamepilot/src/agent";
+/// Where the binary's agent/ sources and the runtime crate's threads are (both wiring and IO, no
+/// decisions), and the largest the binary may be.
+const WIRING_DIRS: &[&str] = &["crates/gamepilot/src/agent", "crates/runtime/src"];
 const BINARY_SRC: &str = "crates/gamepilot/src";
-/// Issue 12 asks for 4,000; the session core took the loop decisions out (6,373 → 5,837 lines) but the
-/// reflex half (one driver for act and run, frame health, tracking, calibration) added back; this bound is
-/// a ratchet at today's size until the reflex driver's state machines move into a crate.
-const BINARY_MAX_LINES: usize = 7500;
+/// Issue 12: under 4,000. The session core took the loop decisions out and `gamepilot-runtime` the threads
+/// (reflex driver, cadence workers): 7,420 → 3,924 lines of non-test code.
+const BINARY_MAX_LINES: usize = 3999;
 
-/// Issue 12: `crates/gamepilot/src/agent/` holds no loop decisions (only the session's API), and the
-/// binary's non-test code stays under its size bound.
+/// Issue 12: `crates/gamepilot/src/agent/` and `crates/runtime` hold no loop decisions (only the
+/// session's API), and the binary's non-test code stays under its size bound.
 fn binary_is_wiring(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
-    for f in crate::rust_files(&root.join(AGENT_DIR)) {
+    for f in WIRING_DIRS.iter().flat_map(|d| crate::rust_files(&root.join(d))) {
         let r = rel(root, &f);
         let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
         for (i, line) in non_test_lines(&text) {

@@ -22,12 +22,15 @@ pub enum Tool {
     HoldKey,
     HoldButton,
     Camera,
+    /// The camera turned by an angle; offered instead of `Camera` once the session has measured the camera
+    /// (`run --calibrate-camera`, FR-ACT-004).
+    CameraDegrees,
     Wait,
     Note,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 12] = [
+    pub const ALL: [Tool; 13] = [
         Tool::ClickMark,
         Tool::Click,
         Tool::DoubleClick,
@@ -38,6 +41,7 @@ impl Tool {
         Tool::HoldKey,
         Tool::HoldButton,
         Tool::Camera,
+        Tool::CameraDegrees,
         Tool::Wait,
         Tool::Note,
     ];
@@ -55,6 +59,7 @@ impl Tool {
             Tool::HoldKey => "hold_key",
             Tool::HoldButton => "hold_button",
             Tool::Camera => "camera",
+            Tool::CameraDegrees => "camera_degrees",
             Tool::Wait => "wait",
             Tool::Note => "note",
         }
@@ -75,6 +80,9 @@ impl Tool {
             Tool::HoldKey => "{\"action\":\"hold_key\",\"key\":\"w\",\"duration_ms\":1500} hold a key for a while",
             Tool::HoldButton => "{\"action\":\"hold_button\",\"button\":\"left\",\"duration_ms\":500} hold a mouse button",
             Tool::Camera => "{\"action\":\"camera\",\"dx\":DX,\"dy\":DY,\"duration_ms\":400} turn the camera by a relative amount",
+            Tool::CameraDegrees => {
+                "{\"action\":\"camera_degrees\",\"yaw_deg\":30,\"pitch_deg\":0,\"duration_ms\":400} turn the camera by an angle in degrees (positive yaw: right, positive pitch: down)"
+            }
             Tool::Wait => "{\"action\":\"wait\",\"duration_ms\":500} do nothing for a while",
             Tool::Note => "{\"action\":\"note\",\"text\":\"...\"} record a fact you worked out into your notes",
         }
@@ -130,6 +138,8 @@ pub struct SchemaLimits {
     pub max_text_chars: u32,
     pub max_key_chars: u32,
     pub max_camera_delta: i32,
+    /// The largest camera turn in degrees one action may ask for (yaw; pitch is at most half of it).
+    pub max_camera_degrees: i32,
     pub max_scroll: i32,
     pub max_note_chars: u32,
 }
@@ -141,6 +151,7 @@ impl Default for SchemaLimits {
             max_text_chars: 200,
             max_key_chars: 32,
             max_camera_delta: 2000,
+            max_camera_degrees: 180,
             max_scroll: 20,
             max_note_chars: 240,
         }
@@ -173,6 +184,8 @@ pub fn tactical_schema(
     let key = json!({"type": "string", "minLength": 1, "maxLength": limits.max_key_chars});
     let delta =
         json!({"type": "integer", "minimum": -limits.max_camera_delta, "maximum": limits.max_camera_delta});
+    let yaw = json!({"type": "number", "minimum": -limits.max_camera_degrees, "maximum": limits.max_camera_degrees});
+    let pitch = json!({"type": "number", "minimum": -limits.max_camera_degrees / 2, "maximum": limits.max_camera_degrees / 2});
     let scroll = json!({"type": "integer", "minimum": -limits.max_scroll, "maximum": limits.max_scroll});
 
     let mut variants = Vec::new();
@@ -227,6 +240,14 @@ pub fn tactical_schema(
                     ("duration_ms", duration.clone()),
                 ],
                 vec!["dx", "dy", "duration_ms"],
+            ),
+            Tool::CameraDegrees => (
+                vec![
+                    ("yaw_deg", yaw.clone()),
+                    ("pitch_deg", pitch.clone()),
+                    ("duration_ms", duration.clone()),
+                ],
+                vec!["yaw_deg", "duration_ms"],
             ),
             Tool::Wait => (vec![("duration_ms", duration.clone())], vec!["duration_ms"]),
             Tool::Note => (

@@ -4,11 +4,6 @@
 
 mod agent;
 mod cmd;
-mod gpu_watch;
-mod interlocks;
-mod reflex_driver;
-mod sensor_worker;
-mod templates;
 
 use clap::{Parser, Subcommand};
 

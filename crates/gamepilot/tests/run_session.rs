@@ -249,3 +249,87 @@ fn a_host_that_keeps_refusing_the_prompt_size_stops_the_run_with_a_named_reason(
     assert_eq!(ev.last().map(|e| e["kind"].clone()), Some(json!("session_end")));
     replays(&rec);
 }
+
+#[test]
+fn run_calibrates_the_camera_and_the_model_turns_it_in_degrees() {
+    // FR-ACT-004, FR-ACT-005: `run --calibrate-camera` measures px→degrees from the frame before the
+    // session; the model's camera tool then takes degrees, and the executor converts them.
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(
+        &mut bed,
+        &ArenaOptions {
+            extra_args: vec!["--start-screen".into(), "play".into()],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let turns = Arc::new(AtomicU32::new(0));
+    let sent = turns.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return plan_reply(req);
+        }
+        if sent.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Reply::json(&json!({"action": "camera_degrees", "yaw_deg": 20, "duration_ms": 300}));
+        }
+        Reply::json(&json!({"action": "wait", "duration_ms": 300}))
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let out = run_args(&bed, &arena, &host, &rec)
+        .args([
+            "--calibrate-camera",
+            "--calibrate-region",
+            "0,0,1280,40",
+            "--fov-deg",
+            "320",
+        ])
+        .output()
+        .unwrap();
+    let text = show(&out);
+    assert!(matches!(out.status.code(), Some(0) | Some(4)), "{text}");
+    assert!(text.contains("camera calibration:"), "{text}");
+    let first = host
+        .chat_requests()
+        .into_iter()
+        .find(|r| !r.system_text().contains("deliberative planner"))
+        .expect("a tactical call");
+    let schema = serde_json::to_string(&first.schema().cloned().unwrap_or_default()).unwrap();
+    assert!(
+        schema.contains("\"camera_degrees\""),
+        "offered in degrees: {schema}"
+    );
+    assert!(
+        !schema.contains("\"const\":\"camera\""),
+        "not in counts: {schema}"
+    );
+    // Ground truth from the game: the calibration's moves cancel to 55 counts; the turn adds 20 degrees.
+    let ev = events(&rec);
+    let note = ev
+        .iter()
+        .filter_map(|e| e["text"].as_str().or(e["note"].as_str()))
+        .find(|t| t.starts_with("camera calibration:"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("the calibration is recorded: {text}"));
+    let deg_per_count: f64 = note
+        .split(", ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(
+        ev.iter()
+            .any(|e| e["kind"] == "action" && e["payload"]["action"] == "camera_degrees"),
+        "the turn is recorded in degrees"
+    );
+    let yaw = arena.state().unwrap()["camera"]["yaw_deg"].as_f64().unwrap();
+    let turned = yaw - 55.0 * deg_per_count;
+    assert!(
+        (turned - 20.0).abs() < 3.0,
+        "a 20 degree turn became {turned} (yaw {yaw})"
+    );
+    eprintln!("figures: run turned {turned:.2} deg for 20 (deg/count {deg_per_count:.4})");
+    assert!(bed.x11().unwrap().server_held().unwrap().is_empty());
+    replays(&rec);
+}

@@ -72,6 +72,10 @@ pub struct SessionConfig {
     pub research_excerpt_max_bytes: usize,
     /// Tokens an image is counted as in prompt estimates.
     pub image_tokens: u32,
+    /// The camera was measured before the session (`run --calibrate-camera`): the model's camera tool
+    /// takes degrees (`camera_degrees`) instead of relative counts (FR-ACT-004).
+    #[serde(default)]
+    pub camera_calibrated: bool,
 }
 
 impl Default for SessionConfig {
@@ -90,6 +94,7 @@ impl Default for SessionConfig {
             research_max_excerpts: 3,
             research_excerpt_max_bytes: 600,
             image_tokens: 256,
+            camera_calibrated: false,
         }
     }
 }
@@ -239,13 +244,28 @@ pub fn bound_text(text: &str, max: usize) -> String {
 
 /// The tools of one tactical tick for a grounding path: by mark drops coordinate clicks, by coordinate
 /// drops mark clicks (FR-GND-001, FR-GND-002, FR-GND-004).
-pub fn tools_for_path(path: Option<GroundingPath>) -> Vec<Tool> {
+pub fn tools_for_path(path: Option<GroundingPath>, camera_calibrated: bool) -> Vec<Tool> {
     let drop = match path {
         Some(GroundingPath::Mark) => Some(Tool::Click),
         Some(GroundingPath::Coordinate) => Some(Tool::ClickMark),
         _ => None,
     };
-    TOOLS.into_iter().filter(|t| Some(*t) != drop).collect()
+    session_tools(camera_calibrated)
+        .into_iter()
+        .filter(|t| Some(*t) != drop)
+        .collect()
+}
+
+/// The session's tools: [`TOOLS`], with the camera turned in degrees once the camera is calibrated
+/// (FR-ACT-004: the model reasons in angles; the executor converts them with the measured scale).
+pub fn session_tools(camera_calibrated: bool) -> Vec<Tool> {
+    TOOLS
+        .into_iter()
+        .map(|t| match t {
+            Tool::Camera if camera_calibrated => Tool::CameraDegrees,
+            t => t,
+        })
+        .collect()
 }
 
 /// The expected change of an action and the pixels to watch for it (FR-GND-006).
@@ -288,7 +308,7 @@ impl Session {
         if cfg.postconditions.is_empty() {
             return Err(SessionError::NoPostcondition);
         }
-        let tools = ToolSet::new(&TOOLS)?;
+        let tools = ToolSet::new(&session_tools(cfg.camera_calibrated))?;
         let context_cfg = ContextConfig {
             context_tokens: cfg.context_tokens,
             ..ContextConfig::default()
@@ -867,7 +887,7 @@ impl Session {
             context: Box::new(self.context.clone()),
             context_fingerprint,
             excluded_marks: self.excluded.clone(),
-            tools: tools_for_path(path),
+            tools: tools_for_path(path, self.cfg.camera_calibrated),
             path,
             two_stage: path == Some(GroundingPath::TwoStage),
             with_image: self.cfg.with_image,

@@ -751,3 +751,36 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
     assert_eq!(job.visual_pixels, before / 2);
     assert_eq!(job.context.config().context_tokens, 2048);
 }
+
+#[test]
+fn a_calibrated_camera_is_offered_to_the_model_in_degrees() {
+    // FR-ACT-004: once `run --calibrate-camera` measured the camera, the model's camera tool takes
+    // degrees (the executor converts them); before that it takes relative counts.
+    use gamepilot_context::Tool;
+    for (calibrated, offered, absent, described) in [
+        (false, Tool::Camera, Tool::CameraDegrees, "\"camera\",\"dx\""),
+        (
+            true,
+            Tool::CameraDegrees,
+            Tool::Camera,
+            "\"camera_degrees\",\"yaw_deg\"",
+        ),
+    ] {
+        let mut cfg = config();
+        cfg.camera_calibrated = calibrated;
+        let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+        s.step(Input::Start, ms(0));
+        let fx = s.step(
+            Input::Plan(PlanOutcome {
+                pass: 1,
+                plan: Ok(two_step_plan()),
+                latency_ms: 1.0,
+            }),
+            ms(10),
+        );
+        let job = tactical_jobs(&fx)[0];
+        assert!(job.tools.contains(&offered), "{calibrated}: {:?}", job.tools);
+        assert!(!job.tools.contains(&absent), "{calibrated}: {:?}", job.tools);
+        assert!(plan_block(&s).contains(described), "block 1 describes the tool");
+    }
+}

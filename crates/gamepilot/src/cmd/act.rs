@@ -1,7 +1,7 @@
 //! `gamepilot act --window W --actions FILE [--dry-run]`: run a JSON-lines script of intentions through the
 //! full executor with every interlock (guardian, foreground guard, user-input pause, denied keys, budgets,
 //! indicator), printing each accepted/rejected action and the held set as JSON lines on stdout. The tick
-//! itself is the shared reflex driver (`crate::reflex_driver`), the same one `run` uses.
+//! itself is the shared reflex driver (`gamepilot_runtime::driver`), the same one `run` uses.
 //!
 //! A line may carry `"generation": N`, the window-geometry generation it was grounded in: a pointer
 //! action grounded in an older one than the current chain is rejected (`stale_generation`, FR-PERC-002).
@@ -12,17 +12,18 @@
 //! release, budget) or when paused by user input (3: resuming is the user's act — run it again).
 
 use super::common::WindowArgs;
-use crate::reflex_driver::{CalibrationFailure, Driver, DriverEvent, DriverSetup, DriverStop, InterlockKind};
 use anyhow::Context as _;
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::Chord;
 use gamepilot_executor::{ActionId, DeniedList, ExecutorConfig, HeldRecord};
-use gamepilot_guardian::SharedState;
+use gamepilot_runtime::driver::{
+    CalibrationFailure, Driver, DriverEvent, DriverSetup, DriverStop, InterlockKind,
+};
+use gamepilot_runtime::GuardianHandle;
 use serde_json::json;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The user's limits (INV-SAFE-001: from the command line or configuration only, never from a model).
 #[derive(clap::Args, Debug, Clone)]
@@ -144,121 +145,6 @@ impl CameraArgs {
         Ok(Some(gamepilot_core::Rect::new(
             x as i32, y as i32, w as u32, h as u32,
         )))
-    }
-}
-
-/// The guardian child and the shared page it watches.
-pub struct GuardianHandle {
-    pub shm: SharedState,
-    child: Child,
-}
-
-impl GuardianHandle {
-    /// Start `gamepilot guardian` with its own X connection and wait until it is ready (FR-SAFE-003).
-    pub fn spawn(display: Option<&str>, panic: &Chord, stale_ms: u64) -> anyhow::Result<GuardianHandle> {
-        let (shm, fd) = SharedState::create_memfd(std::process::id())?;
-        let exe = std::env::current_exe().context("locating the gamepilot binary for the guardian")?;
-        let mut cmd = Command::new(exe);
-        cmd.arg("guardian")
-            .arg("--shm-fd")
-            .arg(fd.to_string())
-            .arg("--core-pid")
-            .arg(std::process::id().to_string())
-            .arg("--panic-key")
-            .arg(panic.to_string())
-            .arg("--stale-ms")
-            .arg(stale_ms.to_string())
-            .arg("--stdin-pipe")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        if let Some(d) = display {
-            cmd.arg("--display").arg(d);
-        }
-        // Its own session and process group (issue 14): Ctrl+C, Ctrl+Z, a hang-up and `kill -- -PGID`
-        // reach the core, never the guardian that must release after them.
-        {
-            use std::os::unix::process::CommandExt as _;
-            // SAFETY: setsid(2) is async-signal-safe and touches only the forked child.
-            unsafe {
-                cmd.pre_exec(|| {
-                    if libc::setsid() < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        let mut child = cmd.spawn().context("starting the guardian process")?;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !shm.guardian_ready() {
-            if let Some(status) = child.try_wait()? {
-                anyhow::bail!("the guardian exited during start-up ({status}); refusing to arm input");
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                anyhow::bail!("the guardian did not become ready within 5 s; refusing to arm input");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Ok(GuardianHandle { shm, child })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// False once the guardian has exited: input must not stay armed without it.
-    pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// Disarm and let the guardian go (closing its pipe; it releases whatever is left and exits).
-    pub fn finish(mut self) {
-        self.shm.set_armed(false);
-        drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A fixed-rate tick schedule that records how late each tick woke (NFR-ACT-001).
-pub struct Ticker {
-    period: Duration,
-    next: Instant,
-    pub lateness_us: Vec<u64>,
-}
-
-impl Ticker {
-    pub fn new(hz: u32) -> Ticker {
-        let period = Duration::from_micros(1_000_000 / hz.max(1) as u64);
-        Ticker {
-            period,
-            next: Instant::now(),
-            lateness_us: Vec::new(),
-        }
-    }
-
-    /// Sleep until the next tick; skips missed ticks rather than bursting.
-    pub fn wait(&mut self) {
-        let now = Instant::now();
-        if self.next > now {
-            std::thread::sleep(self.next - now);
-        }
-        let woke = Instant::now();
-        self.lateness_us
-            .push(woke.saturating_duration_since(self.next).as_micros() as u64);
-        self.next += self.period;
-        if self.next < woke {
-            self.next = woke + self.period;
-        }
     }
 }
 

@@ -4,12 +4,12 @@
 //!
 //! The latency parts drive a real `gamepilot act` against a window this command creates on the display.
 
-use super::act::Ticker;
 use anyhow::Context as _;
 use gamepilot_core::action::Intention;
 use gamepilot_core::{Keysym, MonoTime, Point, Size, TransformChain};
 use gamepilot_executor::{Context, Executor, ExecutorConfig, TickInput};
 use gamepilot_guardian::{monotonic_us, send_signal, SharedState, Signal};
+use gamepilot_runtime::Ticker;
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestInput};
 use gamepilot_x11::X11;
 use std::process::{Child, Command, Stdio};
@@ -108,8 +108,10 @@ fn lateness(seconds: u64) -> anyhow::Result<Vec<f64>> {
     let mut sink = DryRunSink::default();
     let mut ticker = Ticker::new(60);
     let n = (seconds * 60) as usize;
+    let mut late = Vec::with_capacity(n);
     for _ in 0..n {
         ticker.wait();
+        late.push(ticker.lateness.last_us() as f64);
         let now = MonoTime(start.elapsed().as_micros() as u64);
         let out = ex.tick(&TickInput {
             now,
@@ -123,7 +125,7 @@ fn lateness(seconds: u64) -> anyhow::Result<Vec<f64>> {
         let buttons: Vec<u8> = ex.held().buttons().collect();
         shm.publish(&keys, &buttons, monotonic_us());
     }
-    Ok(sorted(ticker.lateness_us.iter().map(|v| *v as f64).collect()))
+    Ok(sorted(late))
 }
 
 struct Target {

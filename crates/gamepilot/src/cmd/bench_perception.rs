@@ -5,9 +5,9 @@
 //! expensive pass's crop perception vs the one-pass whole frame (FR-GND-005).
 
 use super::common::{now, WindowArgs};
-use crate::agent::refine;
 use gamepilot_core::Rect;
 use gamepilot_ocr::{default_engine, OcrEngine, PpOcr, TesseractOcr};
+use gamepilot_runtime::refine;
 use gamepilot_vision::{classify, propose, Atlas, ClassifierParams, ProposalParams, Thumb};
 use gamepilot_x11::WindowCapturer;
 use std::time::Instant;

@@ -39,13 +39,7 @@ impl WindowArgs {
     }
 }
 
-/// Monotonic microseconds since the first call in this process (the binary's clock; logic takes it as a value).
-pub fn now() -> gamepilot_core::MonoTime {
-    use std::sync::OnceLock;
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    let start = START.get_or_init(std::time::Instant::now);
-    gamepilot_core::MonoTime(start.elapsed().as_micros() as u64)
-}
+pub use gamepilot_runtime::now;
 
 /// Write a frame to a PNG file.
 pub fn save_png(frame: &gamepilot_core::Frame, path: &std::path::Path) -> anyhow::Result<()> {
@@ -59,9 +53,5 @@ pub fn save_png(frame: &gamepilot_core::Frame, path: &std::path::Path) -> anyhow
 
 /// Read a PNG (or any supported image) into an RGBA frame.
 pub fn load_image(path: &std::path::Path) -> anyhow::Result<gamepilot_core::Frame> {
-    let img = image::open(path)
-        .with_context(|| format!("reading image {}", path.display()))?
-        .to_rgba8();
-    let (w, h) = img.dimensions();
-    gamepilot_core::Frame::from_rgba(w, h, img.into_raw(), now()).context("image has an unexpected size")
+    Ok(gamepilot_runtime::load_image(path)?)
 }

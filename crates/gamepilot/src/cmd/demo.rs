@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         ),
         grounding_paths: args.grounding.paths(),
         // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
-        reflex: crate::agent::reflex::ReflexExtras::default(),
+        reflex: gamepilot_runtime::reflex::ReflexExtras::default(),
         degrade: None,
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);

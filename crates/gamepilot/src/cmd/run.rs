@@ -218,10 +218,10 @@ pub struct Args {
 /// What `run` and `demo` add to the reflex: templates, camera calibration, the GPU watch; with the lines
 /// that go into the recording.
 pub struct ReflexWiring {
-    pub extras: crate::agent::reflex::ReflexExtras,
+    pub extras: gamepilot_runtime::reflex::ReflexExtras,
     pub degrade: Option<std::sync::mpsc::Receiver<gamepilot_model::DegradeCommand>>,
     /// Keeps the GPU watch thread alive for the session.
-    pub gpu: Option<crate::gpu_watch::GpuWatcher>,
+    pub gpu: Option<gamepilot_runtime::gpu_watch::GpuWatcher>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -237,10 +237,10 @@ pub fn reflex_wiring(
     dry_run: bool,
     gpu_watch: bool,
 ) -> anyhow::Result<ReflexWiring> {
-    let mut extras = crate::agent::reflex::ReflexExtras::default();
+    let mut extras = gamepilot_runtime::reflex::ReflexExtras::default();
     let declared = gamepilot_core::Size::new(window.geometry.w, window.geometry.h);
     if let Some(dir) = templates {
-        let (atlas, names) = crate::templates::load_dir(dir, declared, template_radius)?;
+        let (atlas, names) = gamepilot_runtime::templates::load_dir(dir, declared, template_radius)?;
         println!("templates: {} from {}", names.join(", "), dir.display());
         extras
             .notes
@@ -253,7 +253,7 @@ pub fn reflex_wiring(
             !dry_run,
             "--calibrate-camera delivers input to measure the camera; it cannot run with --dry-run"
         );
-        match crate::reflex_driver::calibrate_before_session(
+        match gamepilot_runtime::driver::calibrate_before_session(
             display,
             window.id,
             exec.clone(),
@@ -285,7 +285,7 @@ pub fn reflex_wiring(
         }
     }
     let (gpu, degrade) = if gpu_watch {
-        let mut w = crate::gpu_watch::GpuWatcher::start_nvml(
+        let mut w = gamepilot_runtime::gpu_watch::GpuWatcher::start_nvml(
             0,
             gamepilot_model::LadderConfig::default(),
             Duration::from_secs(1),

@@ -4,9 +4,9 @@
 //! is undefined only when the digits really cannot be read. `@name` values come from `--prev`.
 
 use super::common::load_image;
-use crate::sensor_worker::{OcrDigits, SensorWorker};
 use anyhow::Context as _;
 use gamepilot_core::{Frame, Point, Size, TransformChain};
+use gamepilot_runtime::sensor_worker::{OcrDigits, SensorWorker};
 use gamepilot_sensor::{render_all, Atlas, EvalContext, Evaluator, Program, RecognitionCache, Template};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! (foreground, transform chain, pointer), publishing the held set to the guardian page, and auditing the
 //! held record against the X server (INV-ACT-002).
 
+use crate::RuntimeError;
 use gamepilot_core::action::InputEvent;
 use gamepilot_core::{Point, TransformChain};
 use gamepilot_executor::HeldRecord;
@@ -63,7 +64,7 @@ pub struct Divergence {
 
 /// Compare the held record with the server (INV-ACT-002) and release what the server holds that the
 /// record does not own. Returns the divergence, if there was one (an execution failure to log).
-pub fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> anyhow::Result<Option<Divergence>> {
+pub fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> Result<Option<Divergence>, RuntimeError> {
     let Some(server) = sink.server_held()? else {
         return Ok(None);
     };

@@ -3,7 +3,7 @@
 //! pixels (its anchor; `template_present` looks within `--template-radius` of it, as `sensor eval
 //! --template NAME=FILE@X,Y` does). The name is the file stem before `@`.
 
-use anyhow::Context as _;
+use crate::RuntimeError;
 use gamepilot_core::{Point, Size};
 use gamepilot_sensor::{Atlas, Template};
 use std::path::Path;
@@ -37,12 +37,13 @@ pub fn parse_stem(stem: &str) -> Result<(String, Point), String> {
 /// Load every `*.png` in `dir` into an atlas for a capture of `capture` size. Any unreadable directory or
 /// file, or a badly named one, is an error naming it (a silently missing template would only show as an
 /// undefined sensor).
-pub fn load_dir(dir: &Path, capture: Size, radius: u32) -> anyhow::Result<(Atlas, Vec<String>)> {
+pub fn load_dir(dir: &Path, capture: Size, radius: u32) -> Result<(Atlas, Vec<String>), RuntimeError> {
+    let bad = |m: String| RuntimeError::Templates(m);
     let entries = std::fs::read_dir(dir)
-        .with_context(|| format!("--templates {}: cannot read the directory", dir.display()))?;
+        .map_err(|e| bad(format!("{}: cannot read the directory: {e}", dir.display())))?;
     let mut paths = Vec::new();
     for e in entries {
-        let e = e.with_context(|| format!("--templates {}: cannot list the directory", dir.display()))?;
+        let e = e.map_err(|e| bad(format!("{}: cannot list the directory: {e}", dir.display())))?;
         let p = e.path();
         if p.extension()
             .and_then(|x| x.to_str())
@@ -52,39 +53,39 @@ pub fn load_dir(dir: &Path, capture: Size, radius: u32) -> anyhow::Result<(Atlas
         }
     }
     paths.sort();
-    anyhow::ensure!(
-        !paths.is_empty(),
-        "--templates {}: no .png files (name them NAME@X,Y.png)",
-        dir.display()
-    );
+    if paths.is_empty() {
+        return Err(bad(format!(
+            "{}: no .png files (name them NAME@X,Y.png)",
+            dir.display()
+        )));
+    }
     let mut atlas = Atlas::new();
     let mut names = Vec::new();
     for p in paths {
         let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-        let (name, anchor) =
-            parse_stem(stem).map_err(|e| anyhow::anyhow!("--templates: {}: {e}", p.display()))?;
-        let img =
-            crate::cmd::common::load_image(&p).with_context(|| format!("--templates: {}", p.display()))?;
+        let (name, anchor) = parse_stem(stem).map_err(|e| bad(format!("{}: {e}", p.display())))?;
+        let img = crate::load_image(&p).map_err(|e| bad(e.to_string()))?;
         let mut t = Template::from_frame(&img.view(), img.view().bounds(), radius)
-            .with_context(|| format!("--templates: template {name:?} from {}", p.display()))?;
-        anyhow::ensure!(
-            anchor.x as u64 + img.width as u64 <= capture.w as u64
-                && anchor.y as u64 + img.height as u64 <= capture.h as u64,
-            "--templates: {}: a {}x{} template at ({}, {}) does not fit the {}x{} window",
-            p.display(),
-            img.width,
-            img.height,
-            anchor.x,
-            anchor.y,
-            capture.w,
-            capture.h
-        );
+            .map_err(|e| bad(format!("template {name:?} from {}: {e}", p.display())))?;
+        if anchor.x as u64 + img.width as u64 > capture.w as u64
+            || anchor.y as u64 + img.height as u64 > capture.h as u64
+        {
+            return Err(bad(format!(
+                "{}: a {}x{} template at ({}, {}) does not fit the {}x{} window",
+                p.display(),
+                img.width,
+                img.height,
+                anchor.x,
+                anchor.y,
+                capture.w,
+                capture.h
+            )));
+        }
         t.anchor = anchor;
         t.capture_size = capture;
-        anyhow::ensure!(
-            atlas.insert(name.clone(), t).is_none(),
-            "--templates: two files name the template {name:?}"
-        );
+        if atlas.insert(name.clone(), t).is_some() {
+            return Err(bad(format!("two files name the template {name:?}")));
+        }
         names.push(name);
     }
     Ok((atlas, names))

@@ -6,7 +6,7 @@
 //! one evaluation rather than a tick, waits with `wait`. [`OcrDigits`] adapts the ocr crate's default
 //! engine (PP-OCR's recogniser, digits only, confidence-gated; FR-PERC-008).
 
-use anyhow::Context as _;
+use crate::RuntimeError;
 use gamepilot_core::{FrameView, Rect};
 use gamepilot_sensor::{DigitReader, RecognitionCache, RecognitionKey, RecognitionRequest};
 use std::collections::VecDeque;
@@ -23,10 +23,8 @@ pub const MAX_QUEUED: usize = 8;
 pub struct OcrDigits(gamepilot_ocr::OcrEngine);
 
 impl OcrDigits {
-    pub fn new() -> anyhow::Result<Self> {
-        Ok(OcrDigits(
-            gamepilot_ocr::default_engine().context("starting the OCR engine for region_integer")?,
-        ))
+    pub fn new() -> Result<Self, RuntimeError> {
+        Ok(OcrDigits(gamepilot_ocr::default_engine()?))
     }
 }
 
@@ -58,19 +56,19 @@ pub struct SensorWorker {
 
 impl SensorWorker {
     /// Start the worker; the reader is built on the worker thread by `make` (its failure is returned here).
-    pub fn spawn<R, F>(make: F) -> anyhow::Result<SensorWorker>
+    pub fn spawn<R, F>(make: F) -> Result<SensorWorker, RuntimeError>
     where
         R: DigitReader + 'static,
-        F: FnOnce() -> anyhow::Result<R> + Send + 'static,
+        F: FnOnce() -> Result<R, RuntimeError> + Send + 'static,
     {
         SensorWorker::spawn_bounded(make, MAX_QUEUED)
     }
 
     /// [`SensorWorker::spawn`] with a queue of at most `capacity` waiting requests.
-    pub fn spawn_bounded<R, F>(make: F, capacity: usize) -> anyhow::Result<SensorWorker>
+    pub fn spawn_bounded<R, F>(make: F, capacity: usize) -> Result<SensorWorker, RuntimeError>
     where
         R: DigitReader + 'static,
-        F: FnOnce() -> anyhow::Result<R> + Send + 'static,
+        F: FnOnce() -> Result<R, RuntimeError> + Send + 'static,
     {
         let queue = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
         let shared = Arc::clone(&queue);
@@ -85,7 +83,7 @@ impl SensorWorker {
                         r
                     }
                     Err(e) => {
-                        let _ = ready_tx.send(Err(format!("{e:#}")));
+                        let _ = ready_tx.send(Err(e.to_string()));
                         return;
                     }
                 };
@@ -115,11 +113,19 @@ impl SensorWorker {
                     }
                 }
             })
-            .context("spawning the sensor recognition worker")?;
+            .map_err(|e| RuntimeError::io("spawning the sensor recognition worker", e))?;
         match ready_rx.recv() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => anyhow::bail!("the digit reader could not start: {e}"),
-            Err(_) => anyhow::bail!("the sensor recognition worker stopped while starting"),
+            Ok(Err(e)) => {
+                return Err(RuntimeError::WorkerStart(format!(
+                    "the digit reader could not start: {e}"
+                )))
+            }
+            Err(_) => {
+                return Err(RuntimeError::WorkerStart(
+                    "the sensor recognition worker stopped while starting".into(),
+                ))
+            }
         }
         Ok(SensorWorker {
             queue,
@@ -328,9 +334,11 @@ mod tests {
 
     #[test]
     fn a_reader_that_cannot_start_is_a_named_error() {
-        let e = SensorWorker::spawn(|| -> anyhow::Result<Gated> { anyhow::bail!("no tessdata") })
-            .err()
-            .unwrap();
+        let e = SensorWorker::spawn(|| -> Result<Gated, RuntimeError> {
+            Err(RuntimeError::WorkerStart("no tessdata".into()))
+        })
+        .err()
+        .unwrap();
         assert!(format!("{e:#}").contains("no tessdata"));
     }
 }

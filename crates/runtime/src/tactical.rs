@@ -3,8 +3,9 @@
 //! call the model, and hand back one schema-checked reply. Runs on its own thread. A two-stage tick makes
 //! a cheap localising call over the downscaled frame first, then the acting call on the crop (FR-GND-005).
 
-use super::refine;
-use crate::cmd::common::now;
+use crate::now;
+use crate::refine;
+use crate::RuntimeError;
 use gamepilot_context::{
     localise_schema, parse_localise, tactical_schema, Cadence, ImagePart, ObservationText, SchemaLimits,
     TacticalReply, ToolSet,
@@ -88,7 +89,7 @@ pub fn run(
     rx: Receiver<TacticalRequest>,
     tx: Sender<TacticalResult>,
     cancel: CancelToken,
-) -> anyhow::Result<()> {
+) -> Result<(), RuntimeError> {
     let x = X11::connect(setup.display.as_deref())?;
     let mut capturer = WindowCapturer::new(&x, setup.window)?;
     let mut perceiver = Perceiver::new();
@@ -429,7 +430,7 @@ pub fn record_refinement(
     t: MonoTime,
     tick: u64,
     rf: &Refinement,
-) -> anyhow::Result<()> {
+) -> Result<(), RuntimeError> {
     use gamepilot_recording::Record;
     if let Some(m) = rf.marked_crop.as_ref() {
         if let Some(mf) = Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), t) {

@@ -81,7 +81,7 @@ impl GpuWatcher {
                 let mut errors = 0u32;
                 while !stop2.load(Ordering::Relaxed) {
                     let started = Instant::now();
-                    match watch.poll(crate::cmd::common::now()) {
+                    match watch.poll(crate::now()) {
                         Ok((_, Some(cmd))) => {
                             if tx.send(cmd).is_err() {
                                 return;

@@ -1,14 +1,15 @@
 //! The reflex cadence of `gamepilot run`: one thread at a fixed rate that steps the executor (ADR-0035)
-//! through the shared reflex driver (`crate::reflex_driver`, the same tick as `act`), evaluates sensors
+//! through the shared reflex driver (`crate::driver`, the same tick as `act`), evaluates sensors
 //! and postconditions, classifies frames, judges frame health, watches for user input and never waits
 //! on a model (FR-LOOP-002). It talks to the loop thread only through the typed channels below.
 
-use crate::cmd::act::GuardianHandle;
-use crate::cmd::common::now;
-pub use crate::reflex_driver::{ActionEnd, FrameState, InterlockKind};
-use crate::reflex_driver::{
+pub use crate::driver::{ActionEnd, FrameState, InterlockKind};
+use crate::driver::{
     CaptureRetry, Driver, DriverEvent, DriverSetup, DriverStop, FrameSeen, HealthJudge, RetryVerdict,
 };
+use crate::now;
+use crate::GuardianHandle;
+use crate::RuntimeError;
 use gamepilot_core::action::Intention;
 use gamepilot_core::{Chord, MonoTime, Rect, SubgoalId};
 use gamepilot_executor::{CameraScale, ExecutorConfig, Rejection, Report};
@@ -253,7 +254,7 @@ pub fn run(
     guardian: GuardianHandle,
     rx: Receiver<ToReflex>,
     tx: Sender<FromReflex>,
-) -> anyhow::Result<()> {
+) -> Result<(), RuntimeError> {
     let send = |m: FromReflex| {
         let _ = tx.send(m);
     };
@@ -313,7 +314,7 @@ pub fn run(
         Some((interlock, detail)) => send(FromReflex::Interlock { interlock, detail }),
         None => send(FromReflex::WindowGone),
     };
-    let result: anyhow::Result<()> = (|| loop {
+    let result: Result<(), RuntimeError> = (|| loop {
         tick += 1;
         // FR-SAFE-002: real-device input pauses the agent and releases everything at once (not the user's
         // click on the confirmation overlay, FR-SAFE-005; see `stops_the_run`).

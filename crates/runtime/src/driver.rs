@@ -8,9 +8,10 @@
 //! Also here, because both commands need them: camera calibration through the executor (FR-ACT-004),
 //! and the frame-health and capture-retry state machines the reflex of `run` applies (FR-PERC-009).
 
-use crate::cmd::act::{GuardianHandle, Ticker};
-use crate::cmd::common::now;
 use crate::interlocks::{Divergence, TargetSample};
+use crate::now;
+use crate::RuntimeError;
+use crate::{GuardianHandle, Ticker};
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::{Chord, MonoTime, Rect, TransformChain};
 use gamepilot_executor::calibrate::{Axis, Calibrator, CameraCalibration};
@@ -311,7 +312,7 @@ pub struct Driver {
 
 impl Driver {
     /// Connect the sink, the user-input watch and window tracking, show the indicator and arm.
-    pub fn start(setup: DriverSetup, guardian: GuardianHandle) -> anyhow::Result<Driver> {
+    pub fn start(setup: DriverSetup, guardian: GuardianHandle) -> Result<Driver, RuntimeError> {
         let d = setup.display.as_deref();
         let x = X11::connect(d)?;
         let sink: Box<dyn InputSink> = if setup.dry_run {
@@ -320,7 +321,7 @@ impl Driver {
             Box::new(XTestSink::connect(d)?)
         };
         let mut watch = RawInputWatch::connect(d, Watch::All)
-            .map_err(|e| anyhow::anyhow!("starting the user-input watch: {e}"))?;
+            .map_err(|e| RuntimeError::WorkerStart(format!("starting the user-input watch: {e}")))?;
         let _ = watch.poll()?; // discard anything queued before arming
                                // Window tracking on its own connection (FR-PERC-002); without it the chain is still measured
                                // every tick, only its generation stays 0.
@@ -387,7 +388,7 @@ impl Driver {
 
     /// The last tick's lateness.
     pub fn late_us(&self) -> u64 {
-        self.ticker.lateness_us.last().copied().unwrap_or(0)
+        self.ticker.lateness.last_us()
     }
 
     /// True once after the window moved or resized: capture must be re-targeted.
@@ -422,7 +423,7 @@ impl Driver {
         &mut self,
         stops: impl Fn(RawKind) -> bool,
         out: &mut Vec<DriverEvent>,
-    ) -> anyhow::Result<Option<DriverStop>> {
+    ) -> Result<Option<DriverStop>, RuntimeError> {
         if !self.armed {
             self.ticker = Ticker::new(self.hz);
             if let Some(g) = self.guardian.as_ref() {
@@ -517,7 +518,7 @@ impl Driver {
 
     /// Pause (user input, or an action held for the user's confirmation): cancel and release everything
     /// at once.
-    pub fn pause(&mut self, out: &mut Vec<DriverEvent>) -> anyhow::Result<()> {
+    pub fn pause(&mut self, out: &mut Vec<DriverEvent>) -> Result<(), RuntimeError> {
         let o = self.ex.pause_for_user();
         self.deliver(&o.events, out)?;
         self.publish();
@@ -542,13 +543,13 @@ impl Driver {
         &mut self,
         events: &[gamepilot_core::InputEvent],
         out: &mut Vec<DriverEvent>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), RuntimeError> {
         let skipped = self.sink.deliver(events)?;
         out.extend(skipped.into_iter().map(DriverEvent::Undeliverable));
         Ok(())
     }
 
-    fn audit(&mut self, out: &mut Vec<DriverEvent>) -> anyhow::Result<()> {
+    fn audit(&mut self, out: &mut Vec<DriverEvent>) -> Result<(), RuntimeError> {
         if let Some(d) = crate::interlocks::audit(self.sink.as_mut(), self.ex.held())? {
             out.push(DriverEvent::Interlock {
                 kind: InterlockKind::HeldDivergence,
@@ -562,7 +563,7 @@ impl Driver {
 
     /// Steps 3–5 and the checks after: advance, reconcile, emit through the sink, publish the held set,
     /// audit against the server (on every release and once a second), keep the indicator up.
-    pub fn step(&mut self, out: &mut Vec<DriverEvent>) -> anyhow::Result<Option<DriverStop>> {
+    pub fn step(&mut self, out: &mut Vec<DriverEvent>) -> Result<Option<DriverStop>, RuntimeError> {
         let o = self.ex.tick(&TickInput {
             now: now(),
             halt: self.halt.is_some(),
@@ -621,7 +622,7 @@ impl Driver {
     }
 
     /// One whole tick with no submits.
-    pub fn idle_tick(&mut self, out: &mut Vec<DriverEvent>) -> anyhow::Result<Option<DriverStop>> {
+    pub fn idle_tick(&mut self, out: &mut Vec<DriverEvent>) -> Result<Option<DriverStop>, RuntimeError> {
         if let Some(s) = self.begin_tick(|_| true, out)? {
             return Ok(Some(s));
         }
@@ -629,7 +630,11 @@ impl Driver {
     }
 
     /// Keep ticking (heartbeat, interlocks) for `d`.
-    fn idle_for(&mut self, d: Duration, out: &mut Vec<DriverEvent>) -> anyhow::Result<Option<DriverStop>> {
+    fn idle_for(
+        &mut self,
+        d: Duration,
+        out: &mut Vec<DriverEvent>,
+    ) -> Result<Option<DriverStop>, RuntimeError> {
         let until = Instant::now() + d;
         while Instant::now() < until {
             if let Some(s) = self.idle_tick(out)? {
@@ -648,7 +653,7 @@ impl Driver {
         region: Option<Rect>,
         fov_deg: f64,
         out: &mut Vec<DriverEvent>,
-    ) -> anyhow::Result<Result<CameraCalibrationResult, CalibrationFailure>> {
+    ) -> Result<Result<CameraCalibrationResult, CalibrationFailure>, RuntimeError> {
         if self.dry_run {
             return Ok(Err(CalibrationFailure::Unmeasurable(
                 "a dry run delivers no input, so nothing can be measured".into(),
@@ -666,7 +671,7 @@ impl Driver {
             .unwrap_or(gamepilot_core::Size::new(0, 0));
         let region = region.unwrap_or(Rect::new(0, 0, size.w, size.h));
         let mut cal = Calibrator::new(Axis::X, CALIBRATION_MOVES.to_vec(), region, 80);
-        let result = (|| -> anyhow::Result<Result<CameraCalibrationResult, CalibrationFailure>> {
+        let result = (|| -> Result<Result<CameraCalibrationResult, CalibrationFailure>, RuntimeError> {
             while let Some((dx, dy)) = cal.next_move() {
                 if let Some(s) = self.idle_for(Duration::from_millis(150), out)? {
                     return Ok(Err(CalibrationFailure::Stopped(s)));
@@ -727,17 +732,11 @@ impl Driver {
         if let Some(g) = self.guardian.take() {
             g.finish();
         }
-        let mut late = self.ticker.lateness_us.clone();
-        late.sort_unstable();
-        let pct = |p: f64| {
-            late.get(((late.len().saturating_sub(1)) as f64 * p) as usize)
-                .copied()
-                .unwrap_or(0)
-        };
+        let late = &self.ticker.lateness;
         DriverStats {
-            lateness_p50_us: pct(0.5),
-            lateness_p99_us: pct(0.99),
-            ticks: late.len() as u64,
+            lateness_p50_us: late.percentile_us(0.5),
+            lateness_p99_us: late.percentile_us(0.99),
+            ticks: late.count(),
             events: self.sink.count(),
             delivers: self.sink.delivers(),
             released_on_stop: released,
@@ -758,7 +757,7 @@ pub fn calibrate_before_session(
     hz: u32,
     region: Option<Rect>,
     fov_deg: f64,
-) -> anyhow::Result<Result<CameraCalibrationResult, CalibrationFailure>> {
+) -> Result<Result<CameraCalibrationResult, CalibrationFailure>, RuntimeError> {
     let guardian = GuardianHandle::spawn(display.as_deref(), &panic, stale_ms)?;
     let mut d = Driver::start(
         DriverSetup {
