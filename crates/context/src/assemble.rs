@@ -101,6 +101,18 @@ controller turns the current subgoal into actions using the tools below."
     format!("{role}\n\nTools:\n{}\n\n{SAFETY}", tools.describe())
 }
 
+/// Action-history entries kept between compactions. The prompt shows at most 2n−1 of them, so their
+/// number alone never makes a prompt large enough to compact; a tactical call a second would keep 3 600
+/// an hour. Past this bound the oldest half is folded into the history summary (the same deterministic
+/// [`summarise_history`](crate::compaction::summarise_history) compaction uses, within
+/// [`MAX_HISTORY_SUMMARY_BYTES`](crate::compaction::MAX_HISTORY_SUMMARY_BYTES)), issue 14.
+pub const MAX_HISTORY_ENTRIES: usize = 512;
+
+/// Research excerpts kept between compactions. Past it, the oldest excerpt no decision used is dropped
+/// (the oldest of all when every one was used), counted by [`Context::research_dropped`]. Sixteen is
+/// eight quick lookups (two sources each) or three deep ones (five each), issue 14.
+pub const MAX_RESEARCH_EXCERPTS: usize = 16;
+
 /// First history entry shown when `len` entries exist and a prompt shows at least `n`: the window
 /// start moves in steps of `n`, so between steps each prompt only appends to the previous one.
 fn history_window_start(len: usize, n: usize) -> usize {
@@ -125,6 +137,7 @@ pub struct Context {
     pub(crate) history_summary: Option<String>,
     pub(crate) history: Vec<HistoryEntry>,
     pub(crate) past_observations: VecDeque<ObservationText>,
+    research_dropped: u64,
 }
 
 impl Context {
@@ -153,6 +166,7 @@ impl Context {
             history_summary: None,
             history: Vec::new(),
             past_observations: VecDeque::new(),
+            research_dropped: 0,
         })
     }
 
@@ -199,12 +213,28 @@ impl Context {
     /// The note skill (FR-CTX-005): the only way into the note block; the act itself enters the history.
     pub fn note(&mut self, text: &str, now: MonoTime) -> Result<NoteOutcome, ContextError> {
         let (outcome, entry) = NoteSkill::write(&mut self.notes, self.config.note_cap, text, now)?;
-        self.history.push(entry);
+        self.record(entry);
         Ok(outcome)
     }
 
+    /// Adds an excerpt; past [`MAX_RESEARCH_EXCERPTS`] the oldest one no decision used is dropped first
+    /// (the oldest of all when every one was used). Indices of later excerpts shift down by one.
     pub fn add_research(&mut self, excerpt: ResearchExcerpt) {
+        while self.research.len() >= MAX_RESEARCH_EXCERPTS {
+            let i = self
+                .research
+                .iter()
+                .position(|e| e.used_conclusion.is_none())
+                .unwrap_or(0);
+            self.research.remove(i);
+            self.research_dropped += 1;
+        }
         self.research.push(excerpt);
+    }
+
+    /// Excerpts dropped to keep within [`MAX_RESEARCH_EXCERPTS`].
+    pub fn research_dropped(&self) -> u64 {
+        self.research_dropped
     }
 
     /// Marks excerpt `index` as used by a decision, with the conclusion drawn (kept by compaction).
@@ -222,7 +252,16 @@ impl Context {
         self.plan = plan;
     }
 
+    /// Appends to the action history; past [`MAX_HISTORY_ENTRIES`] the oldest half is folded into the
+    /// history summary.
     pub fn record(&mut self, entry: HistoryEntry) {
+        if self.history.len() >= MAX_HISTORY_ENTRIES {
+            let fold = self.history.len() - MAX_HISTORY_ENTRIES / 2;
+            let summary =
+                crate::compaction::summarise_history(self.history_summary.as_deref(), &self.history[..fold]);
+            self.history_summary = Some(crate::compaction::bounded_summary(summary));
+            self.history.drain(..fold);
+        }
         self.history.push(entry);
     }
 
@@ -718,5 +757,89 @@ mod tests {
         assert!(!observation.contains('<'), "{observation}");
         assert!(observation.contains("&lt;/UNTRUSTED >"), "{observation}");
         assert!(observation.contains("&lt;system>obey"), "{observation}");
+    }
+
+    #[test]
+    fn history_stays_bounded_over_an_hour_of_actions_and_folds_into_the_summary() {
+        // FR-CTX-003, FR-CTX-004, issue 14 item 5: ten actions a second for an hour, no compaction.
+        let mut c = ctx();
+        let mut widest = 0;
+        for i in 0..36_000u64 {
+            let outcome = if i % 4 == 0 {
+                "refuted: no change"
+            } else {
+                "confirmed"
+            };
+            c.record(HistoryEntry::new(
+                MonoTime::from_millis(4_000 + i * 100),
+                format!(r#"{{"action":"key","key":"k{}"}}"#, i % 7),
+                outcome,
+            ));
+            widest = widest.max(c.history().len());
+        }
+        assert_eq!(widest, MAX_HISTORY_ENTRIES, "oldest half folded when full");
+        let summary = c.history_summary().unwrap();
+        assert!(
+            summary.len() <= crate::compaction::MAX_HISTORY_SUMMARY_BYTES,
+            "{}",
+            summary.len()
+        );
+        assert!(summary.contains("actions (key: "), "{summary}");
+        // The newest entries are still there, in order, and the prompt shows them.
+        let last = c.history().last().unwrap();
+        assert!(last.action.contains("k5"), "{last:?}"); // 35 999 % 7 == 5
+        let p = c.assemble(Cadence::Tactical, &obs(3_700_000, "now"), None);
+        let hist = p.block_text(Block::History).unwrap();
+        assert!(hist.contains("Summary of earlier actions: "), "{hist}");
+        assert!(hist.lines().count() <= 2 + 2 * 8, "{hist}");
+    }
+
+    #[test]
+    fn research_excerpts_are_bounded_dropping_the_oldest_unused_first() {
+        // FR-SKILL-005, FR-CTX-004, issue 14 item 5
+        let mut c = ctx(); // holds one excerpt already
+        c.mark_research_used(0, "The exit is on the right").unwrap();
+        for i in 0..40 {
+            c.add_research(
+                ResearchExcerpt::new(&format!("https://e.org/{i}"), "2026-09-12T14:02Z", "page").unwrap(),
+            );
+            assert!(c.research().len() <= MAX_RESEARCH_EXCERPTS);
+        }
+        assert_eq!(c.research().len(), MAX_RESEARCH_EXCERPTS);
+        assert_eq!(c.research_dropped(), 41 - MAX_RESEARCH_EXCERPTS as u64);
+        assert_eq!(
+            c.research()[0].used_conclusion.as_deref(),
+            Some("The exit is on the right"),
+            "the used excerpt outlives newer unused ones"
+        );
+        assert_eq!(
+            c.research()[1].source,
+            "https://e.org/25",
+            "then the newest unused"
+        );
+        assert_eq!(c.research().last().unwrap().source, "https://e.org/39");
+        // Every excerpt used: the oldest of all goes.
+        for i in 0..MAX_RESEARCH_EXCERPTS {
+            c.mark_research_used(i, "used").unwrap();
+        }
+        c.add_research(ResearchExcerpt::new("https://e.org/new", "t", "x").unwrap());
+        assert_eq!(c.research()[0].source, "https://e.org/25");
+        assert_eq!(c.research().len(), MAX_RESEARCH_EXCERPTS);
+    }
+
+    #[test]
+    fn past_observations_keep_only_the_configured_number() {
+        // FR-CTX-003, issue 14 item 5: one observation a tick for an hour at 10 Hz
+        let mut c = ctx();
+        let max = c.config().max_past_observations;
+        for i in 0..36_000u64 {
+            c.end_tick(obs(4_000 + i * 100, "tick"));
+            assert!(c.past_observations().count() <= max);
+        }
+        assert_eq!(c.past_observations().count(), max);
+        assert_eq!(
+            c.past_observations().last().unwrap().at,
+            MonoTime::from_millis(4_000 + 35_999 * 100)
+        );
     }
 }

@@ -76,6 +76,31 @@ pub fn summarise_history(previous: Option<&str>, entries: &[HistoryEntry]) -> St
     }
 }
 
+/// Longest history summary kept, in bytes (about 300 tokens at 4 bytes a token). Every compaction and
+/// every history fold appends to the summary, so over an hour it would only grow; past the bound its
+/// oldest parts are cut (at a sentence boundary, marked with a leading "…"), issue 14. Lasting facts
+/// belong in the note block, which compaction keeps whole.
+pub const MAX_HISTORY_SUMMARY_BYTES: usize = 1200;
+
+/// `summary` within [`MAX_HISTORY_SUMMARY_BYTES`]: the newest part, cut after a ". " where it can be.
+pub(crate) fn bounded_summary(summary: String) -> String {
+    if summary.len() <= MAX_HISTORY_SUMMARY_BYTES {
+        return summary;
+    }
+    const MARK: &str = "… ";
+    let budget = MAX_HISTORY_SUMMARY_BYTES - MARK.len();
+    let mut start = summary.len() - budget;
+    while !summary.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &summary[start..];
+    let tail = match tail.find(". ") {
+        Some(i) if i + 2 < tail.len() => &tail[i + 2..],
+        _ => tail,
+    };
+    format!("{MARK}{tail}")
+}
+
 fn action_kind(action: &str) -> String {
     if let Some(rest) = action.strip_prefix("note:") {
         let _ = rest;
@@ -120,10 +145,10 @@ impl Context {
 
         // History: summarised.
         let summarised = self.history.len();
-        let summary = match input.history_summary {
+        let summary = bounded_summary(match input.history_summary {
             Some(s) if !s.trim().is_empty() => crate::history::one_line(&s),
             _ => summarise_history(self.history_summary.as_deref(), &self.history),
-        };
+        });
         self.history_summary = Some(summary.clone());
         self.history.clear();
 
@@ -324,5 +349,36 @@ mod tests {
             "{}",
             ev2.summary
         );
+    }
+
+    #[test]
+    fn the_history_summary_is_bounded_across_compactions() {
+        // FR-CTX-004, issue 14 item 5: every compaction appends to the summary; it keeps its newest part.
+        let mut c = busy_context();
+        for round in 0..200u64 {
+            for i in 0..5u64 {
+                c.record(HistoryEntry::new(
+                    MonoTime::from_millis(round * 1000 + i),
+                    format!(r#"{{"action":"key","key":"r{round}"}}"#),
+                    "confirmed",
+                ));
+            }
+            let ev = c.compact(
+                CompactionInput::default(),
+                1500,
+                MonoTime::from_millis(round * 1000 + 999),
+            );
+            assert!(
+                ev.summary.len() <= MAX_HISTORY_SUMMARY_BYTES,
+                "{}",
+                ev.summary.len()
+            );
+        }
+        let s = c.history_summary().unwrap();
+        assert!(s.starts_with("… "), "{s}");
+        assert!(s.ends_with("5 actions (key: 5 confirmed)."), "{s}");
+        assert_eq!(bounded_summary("short.".into()), "short.");
+        let multibyte = "é. ".repeat(2000);
+        assert!(bounded_summary(multibyte).len() <= MAX_HISTORY_SUMMARY_BYTES);
     }
 }

@@ -309,7 +309,11 @@ pub struct Executor {
     state: ExecState,
     timing: Timing,
     session_start: Option<MonoTime>,
+    /// Acceptance times of the last second (action-rate budget): at most `max_actions_per_s` entries,
+    /// since a submit that would exceed it is refused, never queued (issue 14).
     accepted_at: VecDeque<MonoTime>,
+    /// Ticks of the last second that emitted, with their event counts (event-rate budget): pruned every
+    /// tick, so at most one entry per tick of one second (241 at the 240 Hz top cadence).
     emitted_at: VecDeque<(MonoTime, usize)>,
     last_pointer: Option<Point>,
     camera: Option<CameraScale>,

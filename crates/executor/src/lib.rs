@@ -1,5 +1,5 @@
 //! Pure logic: the ADR-0035 executor tick (sustained actions, reconciliation, ownership, conflicts, budgets,
-//! denied keys, validation), motion profiles and camera calibration.
+//! denied keys, validation), motion profiles, camera calibration and the bounded reflex lateness histogram.
 //!
 //! Nothing here reads the clock, touches X11, threads or files: time, focus and geometry come in as values
 //! (`TickInput`), input events go out (`TickOutput::events`) to the single input sink (FR-ACT-008).
@@ -8,6 +8,7 @@ pub mod calibrate;
 pub mod config;
 pub mod executor;
 pub mod held;
+pub mod lateness;
 pub mod motion;
 
 pub use config::{DeniedList, ExecutorConfig, ExecutorError};
@@ -16,3 +17,4 @@ pub use executor::{
     ReportKind, TickInput, TickOutput,
 };
 pub use held::{ActionId, Held, HeldRecord, Input};
+pub use lateness::{LatenessHistogram, LATENESS_BUCKETS};

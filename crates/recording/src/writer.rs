@@ -15,7 +15,7 @@ use gamepilot_grounding::{ActionId, GroundingPath, Target};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -23,6 +23,13 @@ use std::time::{Duration, Instant};
 
 /// How often the events file is fsynced while the session runs (it is flushed after every record).
 pub const SYNC_EVERY: Duration = Duration::from_secs(2);
+
+/// Names of stored prompt images the writer remembers, so a repeated image costs no file system call.
+/// Past it the oldest name is forgotten: storing that image again finds its file already there
+/// (`create_new` answers AlreadyExists) and writes nothing, so forgetting costs one `open`, never a
+/// second copy. A prompt with a fresh image every tactical call would otherwise grow the set all hour
+/// (issue 14).
+pub const MAX_REMEMBERED_IMAGES: usize = 1024;
 
 /// Writes one session's recording. Write-only: nothing here reads a recording back (INV-CTX-002).
 pub struct Recorder {
@@ -33,6 +40,7 @@ pub struct Recorder {
     last_frame: [Option<u64>; 2],
     last_sync: Instant,
     images: HashSet<String>,
+    image_order: VecDeque<String>,
 }
 
 /// True for a file name the writer puts under `frames/`: a frame `NNNNNN.png` (six or more digits) or an
@@ -175,6 +183,7 @@ impl Recorder {
             last_frame: [None; 2],
             last_sync: Instant::now(),
             images: HashSet::new(),
+            image_order: VecDeque::new(),
         };
         r.record(MonoTime::ZERO, Record::SessionStart(header))?;
         r.flush()?;
@@ -240,6 +249,7 @@ impl Recorder {
     pub fn store_images(&mut self, value: &mut Value) -> Result<usize, RecordingError> {
         let frames = self.dir.join("frames");
         let images = &mut self.images;
+        let order = &mut self.image_order;
         let mut failed: Option<RecordingError> = None;
         let n = externalize_images(value, |bytes, mime| {
             let name = image_file_name(bytes, mime);
@@ -255,8 +265,13 @@ impl Recorder {
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                     Err(e) => failed = Some(RecordingError::Io { path, source: e }),
                 }
-                if failed.is_none() {
-                    images.insert(name.clone());
+                if failed.is_none() && images.insert(name.clone()) {
+                    order.push_back(name.clone());
+                    while order.len() > MAX_REMEMBERED_IMAGES {
+                        if let Some(old) = order.pop_front() {
+                            images.remove(&old);
+                        }
+                    }
                 }
             }
             format!("frames/{name}")
@@ -588,6 +603,38 @@ mod tests {
         assert_eq!(parts[4]["text"], "data:image/png;base64,!!not a URL");
         assert!(!v.to_string().contains(&b64));
         assert_eq!(v["n"], 3);
+    }
+
+    #[test]
+    fn remembered_image_names_are_bounded_and_a_forgotten_image_is_not_written_twice() {
+        // INV-CTX-002, issue 14 item 5: a fresh image every call for longer than the memo holds
+        let tmp = tempfile::tempdir().unwrap();
+        let mut r = Recorder::create(tmp.path(), header()).unwrap();
+        let n = MAX_REMEMBERED_IMAGES + 40;
+        let prompt = |i: usize| {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(format!("image {i}"));
+            serde_json::json!([{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{b64}")}}
+            ]}])
+        };
+        for i in 0..n {
+            let mut m = prompt(i);
+            assert_eq!(r.store_images(&mut m).unwrap(), 1);
+            assert!(r.images.len() <= MAX_REMEMBERED_IMAGES);
+            assert_eq!(r.images.len(), r.image_order.len());
+        }
+        assert_eq!(r.images.len(), MAX_REMEMBERED_IMAGES);
+        // Image 0 was forgotten; storing it again finds its file and references it, one copy on disk.
+        let mut again = prompt(0);
+        r.store_images(&mut again).unwrap();
+        let name = again[0]["content"][0]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(name.starts_with("frames/img-"), "{name}");
+        assert!(tmp.path().join(&name).is_file());
+        let files = std::fs::read_dir(tmp.path().join("frames")).unwrap().count();
+        assert_eq!(files, n, "each distinct image stored once");
     }
 
     #[test]

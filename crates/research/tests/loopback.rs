@@ -903,3 +903,29 @@ fn nothing_is_cached_between_requests() {
     assert_eq!(first.excerpts[0].text, second.excerpts[0].text);
     assert_eq!(first.excerpts[0].text, third.excerpts[0].text);
 }
+
+#[test]
+fn fifty_failing_results_cost_at_most_max_fetch_attempts_fetches_and_log_records() {
+    // FR-SKILL-003, issue 14 item 5: a search that returns fifty dead links is read only as far as
+    // `max_fetch_attempts`; the outcome's failures and the request's log records are bounded by it (the
+    // first results tried, the rest never fetched).
+    let fx = Fixture::start(|_| (0..50).map(|i| format!("/missing{i}")).collect());
+    let cfg = config(&fx);
+    let limits = cfg.limits.clone();
+    let r = Researcher::new(cfg, synth()).unwrap();
+    let mut log = ResearchLog::new();
+    let outcome = r.run(
+        1,
+        &ResearchRequest::search_and_fetch(query("untangle level", "dead links")),
+        &mut log,
+    );
+    let ResearchOutcome::NothingFound { failures, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(failures.len(), limits.max_fetch_attempts);
+    let fetched = fx.requests().iter().filter(|l| l.contains("/missing")).count();
+    assert_eq!(fetched, limits.max_fetch_attempts);
+    assert_eq!(fx.count(&format!("/missing{}", limits.max_fetch_attempts)), 0);
+    // request + search + one per fetch attempt + finished
+    assert_eq!(log.entries().len(), 3 + limits.max_fetch_attempts);
+}

@@ -53,8 +53,21 @@ pub enum Lookup {
     OutOfFrame,
 }
 
+/// Readings a default cache keeps (oldest reading forgotten first; it is read again if it comes back).
+pub const DEFAULT_CACHED_READINGS: usize = 512;
+/// Requests a default cache queues for the worker (oldest request dropped first, counted in
+/// [`RecognitionCache::dropped`], and asked for again on the next lookup of that content).
+pub const DEFAULT_QUEUED_REQUESTS: usize = 32;
+/// Pending marks (queued, or handed to the worker and not yet answered) kept per queued request: at
+/// most `PENDING_PER_QUEUED × max_queue`. Past it, the marks of requests the worker holds are forgotten
+/// (a worker that stopped answering cannot grow the set over an hour); their content is asked for
+/// again on its next lookup, and a late answer still lands in the cache.
+pub const PENDING_PER_QUEUED: usize = 4;
+
 /// The recognition cache and its request queue. Pure: no threads; the binary's worker drains requests
 /// with [`RecognitionCache::take_requests`] and returns readings with [`RecognitionCache::fulfil`].
+/// Everything in it is bounded: readings by `capacity`, queued requests by `max_queue`, pending marks
+/// by [`PENDING_PER_QUEUED`] × `max_queue` (issue 14).
 #[derive(Debug, Clone)]
 pub struct RecognitionCache {
     results: HashMap<RecognitionKey, Option<i64>>,
@@ -68,7 +81,7 @@ pub struct RecognitionCache {
 
 impl Default for RecognitionCache {
     fn default() -> Self {
-        RecognitionCache::new(512, 32)
+        RecognitionCache::new(DEFAULT_CACHED_READINGS, DEFAULT_QUEUED_REQUESTS)
     }
 }
 
@@ -99,6 +112,10 @@ impl RecognitionCache {
         };
         if let Some(r) = self.results.get(&key) {
             return Lookup::Read(*r);
+        }
+        if !self.pending.contains(&key) && self.pending.len() >= self.max_queue * PENDING_PER_QUEUED {
+            let queue = &self.queue;
+            self.pending.retain(|k| queue.iter().any(|q| q.key == *k));
         }
         if self.pending.insert(key) {
             if self.queue.len() >= self.max_queue {
@@ -252,8 +269,79 @@ mod tests {
         assert_eq!(c.lookup(&vz, Rect::new(6, 0, 4, 4), None), Lookup::OutOfFrame);
     }
 
+    /// Distinct 8×4 contents: frame `i` has red `i % 256` and green `i / 256`.
+    fn distinct(i: usize) -> Vec<u8> {
+        [(i % 256) as u8, (i / 256) as u8, 0, 255].repeat(8 * 4)
+    }
+
+    #[test]
+    fn default_bounds_hold_past_an_hour_of_new_contents() {
+        // issue 14 item 5, FR-PERC-008: a counter that changes every tick for an hour at 60 Hz would be
+        // 216 000 contents (here four times the cache bound); the default cache holds DEFAULT_CACHED_READINGS readings and
+        // DEFAULT_QUEUED_REQUESTS requests (oldest dropped), whatever the worker does.
+        let mut c = RecognitionCache::default();
+        let r = Rect::new(0, 0, 8, 4);
+        let n = 4 * DEFAULT_CACHED_READINGS;
+        for i in 0..n {
+            let f = distinct(i);
+            let v = FrameView::new(8, 4, 32, PixelFormat::Rgba, &f).unwrap();
+            assert_eq!(c.lookup(&v, r, None), Lookup::Pending);
+            assert!(c.queued() <= DEFAULT_QUEUED_REQUESTS);
+            // The worker answers every second tick's requests.
+            if i % 2 == 1 {
+                for q in c.take_requests() {
+                    c.fulfil(q.key, Some(i as i64));
+                }
+            }
+            assert!(c.cached() <= DEFAULT_CACHED_READINGS);
+        }
+        assert_eq!(
+            c.cached(),
+            DEFAULT_CACHED_READINGS,
+            "oldest readings forgotten, newest kept"
+        );
+        let newest = distinct(n - 1);
+        let v = FrameView::new(8, 4, 32, PixelFormat::Rgba, &newest).unwrap();
+        assert!(matches!(c.lookup(&v, r, None), Lookup::Read(Some(_))));
+        let oldest = distinct(0);
+        let v = FrameView::new(8, 4, 32, PixelFormat::Rgba, &oldest).unwrap();
+        assert_eq!(c.lookup(&v, r, None), Lookup::Pending, "forgotten: read again");
+    }
+
+    #[test]
+    fn pending_marks_are_bounded_when_the_worker_never_answers() {
+        // issue 14 item 5: requests handed to a worker that never answers (nor abandons) do not grow the
+        // pending set past PENDING_PER_QUEUED × max_queue; late answers still land.
+        let mut c = RecognitionCache::new(16, 2);
+        let r = Rect::new(0, 0, 8, 4);
+        let bound = 2 * PENDING_PER_QUEUED;
+        let mut taken = Vec::new();
+        for i in 0..200 {
+            let f = distinct(i);
+            let v = FrameView::new(8, 4, 32, PixelFormat::Rgba, &f).unwrap();
+            assert_eq!(c.lookup(&v, r, None), Lookup::Pending);
+            taken.extend(c.take_requests());
+            assert!(c.pending() <= bound, "{} pending after {i}", c.pending());
+        }
+        assert_eq!(taken.len(), 200, "every content was requested once");
+        // A late answer for a forgotten mark is still a reading.
+        c.fulfil(taken[0].key, Some(42));
+        let f = distinct(0);
+        let v = FrameView::new(8, 4, 32, PixelFormat::Rgba, &f).unwrap();
+        assert_eq!(c.lookup(&v, r, None), Lookup::Read(Some(42)));
+        // Queued (not yet taken) requests keep their marks: no duplicate request while one waits.
+        for i in 300..302 {
+            let f = distinct(i);
+            let v = FrameView::new(8, 4, 32, PixelFormat::Rgba, &f).unwrap();
+            c.lookup(&v, r, None);
+            c.lookup(&v, r, None);
+        }
+        assert_eq!(c.queued(), 2);
+    }
+
     #[test]
     fn queue_and_cache_are_bounded() {
+        // issue 14 item 5: oldest request dropped (counted), oldest reading forgotten.
         let mut c = RecognitionCache::new(2, 2);
         let frames: Vec<Vec<u8>> = (1..=5).map(frame).collect();
         let r = Rect::new(0, 0, 8, 4);

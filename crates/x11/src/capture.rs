@@ -1,6 +1,12 @@
 //! Window capture through Composite (`NameWindowPixmap`, so a covered window still captures whole) and
 //! MIT-SHM (no socket copy), falling back to plain GetImage when SHM is unavailable.
 //!
+//! A fast path that fails (an SHM read, the RENDER scaler) is not given up for the session: the frame is
+//! taken on the slow path and the fast path is tried again after a back-off ([`FastPathBackoff`], 1 s
+//! doubling to 30 s, reset on success), timed by the `now` each capture is given, never by a clock read
+//! (issue 14, "bounded everything over an hour"). [`WindowCapturer::stats`] says which path the last
+//! frame took and how often the fast paths failed. A zero-area window is [`X11Error::EmptyWindow`].
+//!
 //! The reflex tick never reads back the full frame (NFR-PERC-002): [`WindowCapturer::capture_thumbnail`]
 //! scales the window pixmap on the server with a RENDER transform and reads only the small result, and
 //! [`WindowCapturer::capture_region`] reads just the rectangles that declared sensors cover.
@@ -11,6 +17,7 @@ use crate::windows::gone_or;
 use gamepilot_core::{Frame, MonoTime, PixelFormat};
 use memmap2::MmapMut;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::time::Duration;
 use x11rb::connection::Connection;
 use x11rb::protocol::composite::{ConnectionExt as _, Redirect};
 use x11rb::protocol::shm::ConnectionExt as _;
@@ -32,17 +39,145 @@ struct Scaler {
     shm: Option<ShmBuffer>,
 }
 
+/// First wait before a failed fast path is tried again.
+pub const FAST_PATH_BACKOFF_MIN: Duration = Duration::from_secs(1);
+/// Longest wait between tries of a failing fast path: one slow-path hour costs at most 120 retries.
+pub const FAST_PATH_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// When to try a fast capture path again after it failed: at once until the first failure, then after
+/// [`FAST_PATH_BACKOFF_MIN`], doubling on every further failure up to [`FAST_PATH_BACKOFF_MAX`]; a
+/// success resets it. Pure: time comes in as `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastPathBackoff {
+    retry_at: Option<MonoTime>,
+    next_delay: Duration,
+    consecutive: u32,
+    failures: u64,
+}
+
+impl Default for FastPathBackoff {
+    fn default() -> Self {
+        FastPathBackoff::new()
+    }
+}
+
+impl FastPathBackoff {
+    pub fn new() -> Self {
+        FastPathBackoff {
+            retry_at: None,
+            next_delay: FAST_PATH_BACKOFF_MIN,
+            consecutive: 0,
+            failures: 0,
+        }
+    }
+
+    /// True when the fast path may be tried at `now`: never failed, succeeded since, or the wait passed.
+    pub fn should_try_fast(&self, now: MonoTime) -> bool {
+        self.retry_at.is_none_or(|t| now >= t)
+    }
+
+    /// The fast path failed at `now`: take the slow path until the returned wait has passed.
+    pub fn on_failure(&mut self, now: MonoTime) -> Duration {
+        let wait = self.next_delay;
+        self.retry_at = Some(now.plus(wait));
+        self.next_delay = (wait * 2).min(FAST_PATH_BACKOFF_MAX);
+        self.consecutive = self.consecutive.saturating_add(1);
+        self.failures = self.failures.saturating_add(1);
+        wait
+    }
+
+    /// The fast path worked: no wait, and the next failure starts again from the shortest wait.
+    pub fn on_success(&mut self) {
+        self.retry_at = None;
+        self.next_delay = FAST_PATH_BACKOFF_MIN;
+        self.consecutive = 0;
+    }
+
+    /// When the fast path is next tried (`None`: at once).
+    pub fn retry_at(&self) -> Option<MonoTime> {
+        self.retry_at
+    }
+
+    /// Failures since the last success.
+    pub fn consecutive_failures(&self) -> u32 {
+        self.consecutive
+    }
+
+    /// Failures over the capturer's life.
+    pub fn failures(&self) -> u64 {
+        self.failures
+    }
+}
+
+/// How a full-resolution or region frame was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapturePath {
+    /// MIT-SHM: the server wrote into shared memory (the fast path).
+    Shm,
+    /// Plain GetImage over the socket (the slow path: no SHM, or SHM backing off after a failure).
+    GetImage,
+}
+
+/// How a thumbnail was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThumbnailPath {
+    /// RENDER scaled it on the server and only the thumbnail was read (the fast path, NFR-PERC-002).
+    ServerScaled,
+    /// A full frame was read and decimated here (no RENDER/Composite/SHM, or the scaler backing off).
+    Decimated,
+}
+
+/// What [`WindowCapturer::stats`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CaptureStats {
+    /// The path of the last full or region frame (`None` before the first).
+    pub last_path: Option<CapturePath>,
+    /// The path of the last thumbnail (`None` before the first).
+    pub last_thumbnail: Option<ThumbnailPath>,
+    /// SHM reads that failed (and were taken with GetImage instead), over the capturer's life.
+    pub shm_failures: u64,
+    /// SHM failures since its last success; non-zero means SHM is backing off.
+    pub shm_consecutive_failures: u32,
+    /// When SHM is next tried (`None`: on the next capture).
+    pub shm_retry_at: Option<MonoTime>,
+    /// Server-side scaling attempts that failed (the thumbnail was decimated instead).
+    pub scaler_failures: u64,
+    pub scaler_consecutive_failures: u32,
+    pub scaler_retry_at: Option<MonoTime>,
+}
+
+/// The window's size from GetGeometry, or [`X11Error::EmptyWindow`] when it has no area.
+///
+/// X itself forbids a zero-width or zero-height window (CreateWindow and ConfigureWindow with a 0 side
+/// are BadValue), so no test can make a real one; this check is the guard for a server or a geometry
+/// reply that reports one anyway, and is tested as a pure function.
+pub fn checked_size(window: Window, width: u16, height: u16) -> Result<(u16, u16), X11Error> {
+    if width == 0 || height == 0 {
+        return Err(X11Error::EmptyWindow {
+            window,
+            width: width as u32,
+            height: height as u32,
+        });
+    }
+    Ok((width, height))
+}
+
 /// Captures one window repeatedly. Re-names the window pixmap when the window's size changes.
 pub struct WindowCapturer {
     window: Window,
     pixmap: Option<(Pixmap, u16, u16)>,
     shm: Option<ShmBuffer>,
+    /// The server offers MIT-SHM; whether it is used now is `shm_backoff`'s call.
     use_shm: bool,
     use_composite: bool,
     scaler: Option<Scaler>,
-    /// `None` until tried; `Some(false)` when RENDER scaling is unavailable (decimated fallback).
-    render_ok: Option<bool>,
     region_shm: Option<ShmBuffer>,
+    shm_backoff: FastPathBackoff,
+    scaler_backoff: FastPathBackoff,
+    last_path: Option<CapturePath>,
+    last_thumbnail: Option<ThumbnailPath>,
 }
 
 impl WindowCapturer {
@@ -64,8 +199,11 @@ impl WindowCapturer {
             use_shm: ext.shm,
             use_composite: ext.composite,
             scaler: None,
-            render_ok: None,
             region_shm: None,
+            shm_backoff: FastPathBackoff::new(),
+            scaler_backoff: FastPathBackoff::new(),
+            last_path: None,
+            last_thumbnail: None,
         })
     }
 
@@ -73,22 +211,77 @@ impl WindowCapturer {
         self.window
     }
 
-    /// Capture the window's client area at full resolution as a BGRX frame.
-    pub fn capture(&mut self, x11: &X11, now: MonoTime) -> Result<Frame, X11Error> {
+    /// The path the last full or region frame took (`None` before the first).
+    pub fn capture_path(&self) -> Option<CapturePath> {
+        self.last_path
+    }
+
+    /// Which paths the last frames took and how the fast paths have fared.
+    pub fn stats(&self) -> CaptureStats {
+        CaptureStats {
+            last_path: self.last_path,
+            last_thumbnail: self.last_thumbnail,
+            shm_failures: self.shm_backoff.failures(),
+            shm_consecutive_failures: self.shm_backoff.consecutive_failures(),
+            shm_retry_at: self.shm_backoff.retry_at(),
+            scaler_failures: self.scaler_backoff.failures(),
+            scaler_consecutive_failures: self.scaler_backoff.consecutive_failures(),
+            scaler_retry_at: self.scaler_backoff.retry_at(),
+        }
+    }
+
+    /// GetGeometry of the window: its size, and its depth; a zero-area window is an error.
+    fn geometry(&self, x11: &X11) -> Result<(u16, u16, u8), X11Error> {
         let geo = x11
             .conn
             .get_geometry(self.window)?
             .reply()
             .map_err(|e| gone_or(e, self.window))?;
+        let (w, h) = checked_size(self.window, geo.width, geo.height)?;
+        Ok((w, h, geo.depth))
+    }
+
+    /// The SHM read failed (not because the window went): forget its segment, so the retry after the
+    /// back-off starts from a fresh one, and take the slow path until then.
+    fn shm_failed(&mut self, x11: &X11, region: bool, now: MonoTime) {
+        let seg = if region {
+            self.region_shm.take()
+        } else {
+            self.shm.take()
+        };
+        if let Some(old) = seg {
+            let _ = x11.conn.shm_detach(old.seg);
+        }
+        self.shm_backoff.on_failure(now);
+    }
+
+    /// Test support: detach the current SHM segments on the server while this capturer still holds
+    /// them, so the next SHM read fails with a real BadShmSeg (the integration test of the back-off).
+    #[doc(hidden)]
+    pub fn detach_shm_for_test(&mut self, x11: &X11) -> Result<(), X11Error> {
+        for s in [self.shm.as_ref(), self.region_shm.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            x11.conn.shm_detach(s.seg)?.check()?;
+        }
+        Ok(())
+    }
+
+    /// Capture the window's client area at full resolution as a BGRX frame.
+    /// SHM when the server has it and it is not backing off after a failure; otherwise GetImage.
+    pub fn capture(&mut self, x11: &X11, now: MonoTime) -> Result<Frame, X11Error> {
+        let (w, h, _) = self.geometry(x11)?;
         if !x11.is_mapped(self.window)? {
             return Err(X11Error::Unmapped { window: self.window });
         }
-        let (w, h) = (geo.width, geo.height);
         let drawable = self.drawable(x11, w, h)?;
         let len = w as usize * h as usize * 4;
-        if self.use_shm {
+        if self.use_shm && self.shm_backoff.should_try_fast(now) {
             match self.capture_shm(x11, drawable, w, h, len) {
                 Ok(data) => {
+                    self.shm_backoff.on_success();
+                    self.last_path = Some(CapturePath::Shm);
                     return Ok(Frame {
                         width: w as u32,
                         height: h as u32,
@@ -96,10 +289,10 @@ impl WindowCapturer {
                         format: PixelFormat::Bgrx,
                         data,
                         captured_at: now,
-                    })
+                    });
                 }
                 Err(e) if e.is_window_gone() => return Err(e),
-                Err(_) => self.use_shm = false,
+                Err(_) => self.shm_failed(x11, false, now),
             }
         }
         let r = x11
@@ -109,6 +302,7 @@ impl WindowCapturer {
             .map_err(|e| gone_or(e, self.window))?;
         let mut data = r.data;
         data.truncate(len);
+        self.last_path = Some(CapturePath::GetImage);
         Ok(Frame {
             width: w as u32,
             height: h as u32,
@@ -121,30 +315,18 @@ impl WindowCapturer {
 
     /// Capture with plain GetImage on the window itself (the obvious alternative, kept for benchmarks).
     pub fn capture_plain_getimage(&self, x11: &X11, now: MonoTime) -> Result<Frame, X11Error> {
-        let geo = x11
-            .conn
-            .get_geometry(self.window)?
-            .reply()
-            .map_err(|e| gone_or(e, self.window))?;
+        let (w, h, _) = self.geometry(x11)?;
         let r = x11
             .conn
-            .get_image(
-                ImageFormat::Z_PIXMAP,
-                self.window,
-                0,
-                0,
-                geo.width,
-                geo.height,
-                !0,
-            )?
+            .get_image(ImageFormat::Z_PIXMAP, self.window, 0, 0, w, h, !0)?
             .reply()
             .map_err(|e| gone_or(e, self.window))?;
         let mut data = r.data;
-        data.truncate(geo.width as usize * geo.height as usize * 4);
+        data.truncate(w as usize * h as usize * 4);
         Ok(Frame {
-            width: geo.width as u32,
-            height: geo.height as u32,
-            stride: geo.width as usize * 4,
+            width: w as u32,
+            height: h as u32,
+            stride: w as usize * 4,
             format: PixelFormat::Bgrx,
             data,
             captured_at: now,
@@ -230,24 +412,20 @@ fn to_fixed(v: f64) -> i32 {
 impl WindowCapturer {
     /// A downscaled frame (at most `max_w` pixels wide) for the reflex tick, without a full-resolution
     /// read-back: RENDER scales on the server and only the thumbnail crosses to this process
-    /// (NFR-PERC-002). Without RENDER it falls back to a full read decimated here, and says so through
-    /// [`WindowCapturer::thumbnail_server_scaled`].
+    /// (NFR-PERC-002). Without RENDER, or while the scaler backs off after a failure, it falls back to a
+    /// full read decimated here, and says so through [`WindowCapturer::thumbnail_server_scaled`].
     pub fn capture_thumbnail(&mut self, x11: &X11, max_w: u16, now: MonoTime) -> Result<Frame, X11Error> {
-        let geo = x11
-            .conn
-            .get_geometry(self.window)?
-            .reply()
-            .map_err(|e| gone_or(e, self.window))?;
+        let (w, h, depth) = self.geometry(x11)?;
         if !x11.is_mapped(self.window)? {
             return Err(X11Error::Unmapped { window: self.window });
         }
-        let (w, h) = (geo.width, geo.height);
         let (tw, th) = thumbnail_size(w, h, max_w);
-        if self.render_ok != Some(false) && self.use_composite && self.use_shm {
+        if self.use_composite && self.use_shm && self.scaler_backoff.should_try_fast(now) {
             let src = self.drawable(x11, w, h)?;
-            match self.scaled_read(x11, src, geo.depth, (w, h), (tw, th)) {
+            match self.scaled_read(x11, src, depth, (w, h), (tw, th)) {
                 Ok(data) => {
-                    self.render_ok = Some(true);
+                    self.scaler_backoff.on_success();
+                    self.last_thumbnail = Some(ThumbnailPath::ServerScaled);
                     return Ok(Frame {
                         width: tw as u32,
                         height: th as u32,
@@ -260,17 +438,19 @@ impl WindowCapturer {
                 Err(e) if e.is_window_gone() => return Err(e),
                 Err(_) => {
                     self.drop_scaler(x11);
-                    self.render_ok = Some(false);
+                    self.scaler_backoff.on_failure(now);
                 }
             }
         }
         let full = self.capture(x11, now)?;
+        self.last_thumbnail = Some(ThumbnailPath::Decimated);
         Ok(decimate(&full, tw, th))
     }
 
-    /// True when thumbnails are scaled by the server (the cheap path); false after a fallback.
+    /// True when thumbnails are scaled by the server (the cheap path); false without RENDER scaling and
+    /// while the scaler backs off after a failure (it is tried again, and true again once it works).
     pub fn thumbnail_server_scaled(&self) -> bool {
-        self.render_ok != Some(false) && self.use_composite && self.use_shm
+        self.use_composite && self.use_shm && self.scaler_backoff.consecutive_failures() == 0
     }
 
     fn drop_scaler(&mut self, x11: &X11) {
@@ -395,30 +575,20 @@ impl WindowCapturer {
     }
 
     /// Read one rectangle of the window (client coordinates) at full resolution: what a declared sensor
-    /// covers, or what OCR needs. The rectangle must lie inside the window.
+    /// covers, or what OCR needs. The rectangle must lie inside the window and have an area; the window
+    /// too ([`X11Error::EmptyWindow`]). SHM backs off after a failure as in [`WindowCapturer::capture`].
     pub fn capture_region(
         &mut self,
         x11: &X11,
         region: gamepilot_core::Rect,
         now: MonoTime,
     ) -> Result<Frame, X11Error> {
-        let geo = x11
-            .conn
-            .get_geometry(self.window)?
-            .reply()
-            .map_err(|e| gone_or(e, self.window))?;
-        let bounds = gamepilot_core::Rect::new(0, 0, geo.width as u32, geo.height as u32);
-        if region.is_empty() || !bounds.contains_rect(&region) {
-            return Err(X11Error::RegionOutside {
-                region,
-                width: geo.width as u32,
-                height: geo.height as u32,
-            });
-        }
+        let (gw, gh, _) = self.geometry(x11)?;
+        check_region(region, gw, gh)?;
         if !x11.is_mapped(self.window)? {
             return Err(X11Error::Unmapped { window: self.window });
         }
-        let drawable = self.drawable(x11, geo.width, geo.height)?;
+        let drawable = self.drawable(x11, gw, gh)?;
         let (x, y, w, h) = (region.x as i16, region.y as i16, region.w as u16, region.h as u16);
         let len = w as usize * h as usize * 4;
         let frame = |data: Vec<u8>| Frame {
@@ -429,24 +599,15 @@ impl WindowCapturer {
             data,
             captured_at: now,
         };
-        if self.use_shm {
-            if self
-                .region_shm
-                .as_ref()
-                .map(|s| s.map.len() < len)
-                .unwrap_or(true)
-            {
-                if let Some(old) = self.region_shm.take() {
-                    let _ = x11.conn.shm_detach(old.seg);
+        if self.use_shm && self.shm_backoff.should_try_fast(now) {
+            match self.region_shm_read(x11, drawable, (x, y, w, h), len) {
+                Ok(data) => {
+                    self.shm_backoff.on_success();
+                    self.last_path = Some(CapturePath::Shm);
+                    return Ok(frame(data));
                 }
-                self.region_shm = Some(ShmBuffer::new(x11, len.max(64 * 1024))?);
-            }
-            if let Some(shm) = self.region_shm.as_ref() {
-                x11.conn
-                    .shm_get_image(drawable, x, y, w, h, !0, ImageFormat::Z_PIXMAP.into(), shm.seg, 0)?
-                    .reply()
-                    .map_err(|e| gone_or(e, self.window))?;
-                return Ok(frame(shm.map[..len].to_vec()));
+                Err(e) if e.is_window_gone() => return Err(e),
+                Err(_) => self.shm_failed(x11, true, now),
             }
         }
         let r = x11
@@ -456,8 +617,55 @@ impl WindowCapturer {
             .map_err(|e| gone_or(e, self.window))?;
         let mut data = r.data;
         data.truncate(len);
+        self.last_path = Some(CapturePath::GetImage);
         Ok(frame(data))
     }
+
+    fn region_shm_read(
+        &mut self,
+        x11: &X11,
+        drawable: u32,
+        (x, y, w, h): (i16, i16, u16, u16),
+        len: usize,
+    ) -> Result<Vec<u8>, X11Error> {
+        if self
+            .region_shm
+            .as_ref()
+            .map(|s| s.map.len() < len)
+            .unwrap_or(true)
+        {
+            if let Some(old) = self.region_shm.take() {
+                let _ = x11.conn.shm_detach(old.seg);
+            }
+            self.region_shm = Some(ShmBuffer::new(x11, len.max(64 * 1024))?);
+        }
+        let shm = self
+            .region_shm
+            .as_ref()
+            .ok_or_else(|| X11Error::Shm("no region segment".into()))?;
+        x11.conn
+            .shm_get_image(drawable, x, y, w, h, !0, ImageFormat::Z_PIXMAP.into(), shm.seg, 0)?
+            .reply()
+            .map_err(|e| gone_or(e, self.window))?;
+        Ok(shm.map[..len].to_vec())
+    }
+}
+
+/// A region to read from a `width`×`height` window: it must have an area ([`X11Error::EmptyRegion`]) and
+/// lie wholly inside ([`X11Error::RegionOutside`]). The window's own size is [`checked_size`]'s, first.
+pub fn check_region(region: gamepilot_core::Rect, width: u16, height: u16) -> Result<(), X11Error> {
+    if region.is_empty() {
+        return Err(X11Error::EmptyRegion { region });
+    }
+    let bounds = gamepilot_core::Rect::new(0, 0, width as u32, height as u32);
+    if !bounds.contains_rect(&region) {
+        return Err(X11Error::RegionOutside {
+            region,
+            width: width as u32,
+            height: height as u32,
+        });
+    }
+    Ok(())
 }
 
 /// Nearest-sample decimation of a full frame to `tw`×`th` (the fallback thumbnail path).
@@ -503,5 +711,112 @@ impl ShmBuffer {
         let dup = file.try_clone().map_err(|e| X11Error::Shm(format!("dup: {e}")))?;
         x11.conn.shm_attach_fd(seg, OwnedFd::from(dup), false)?.check()?;
         Ok(ShmBuffer { seg, map })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gamepilot_core::Rect;
+
+    fn at(ms: u64) -> MonoTime {
+        MonoTime::from_millis(ms)
+    }
+
+    #[test]
+    fn a_failed_fast_path_is_retried_after_a_doubling_back_off_capped_at_30_s() {
+        // FR-PERC-001, issue 14: one SHM failure no longer means GetImage for the rest of the session.
+        let mut b = FastPathBackoff::new();
+        assert!(b.should_try_fast(at(0)), "untried: fast");
+        let mut now = 0;
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            let wait = b.on_failure(at(now));
+            assert!(!b.should_try_fast(at(now)), "slow path right after a failure");
+            let ms = wait.as_millis() as u64;
+            assert!(
+                !b.should_try_fast(at(now + ms - 1)),
+                "slow path until the wait has passed"
+            );
+            assert!(
+                b.should_try_fast(at(now + ms)),
+                "fast path tried again once it has"
+            );
+            waits.push(ms / 1000);
+            now += ms;
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+        assert_eq!((b.failures(), b.consecutive_failures()), (8, 8));
+        assert_eq!(b.retry_at(), Some(at(now)));
+        b.on_success();
+        assert!(b.should_try_fast(at(now)));
+        assert_eq!(
+            (b.failures(), b.consecutive_failures(), b.retry_at()),
+            (8, 0, None)
+        );
+        assert_eq!(
+            b.on_failure(at(now)),
+            FAST_PATH_BACKOFF_MIN,
+            "a success resets the wait"
+        );
+    }
+
+    #[test]
+    fn an_hour_of_failures_costs_a_bounded_number_of_fast_path_tries() {
+        // issue 14: bounded over an hour — a fast path that never works is tried at most every 30 s.
+        let mut b = FastPathBackoff::new();
+        let mut tries = 0;
+        for tick in 0..(3600 * 60u64) {
+            let now = MonoTime(tick * 16_667);
+            if b.should_try_fast(now) {
+                tries += 1;
+                b.on_failure(now);
+            }
+        }
+        assert!(tries <= 5 + 3600 / 30, "{tries} tries");
+        assert!(
+            tries >= 3600 / 30,
+            "{tries} tries: the fast path is still retried"
+        );
+    }
+
+    #[test]
+    fn a_zero_area_window_is_a_named_error() {
+        // FR-PERC-009, issue 14. X refuses to create a 0-wide or 0-high window (BadValue), so the
+        // geometry check is tested here as a pure function rather than on a real window.
+        for (w, h) in [(0, 0), (0, 480), (640, 0)] {
+            match checked_size(0x42, w, h) {
+                Err(X11Error::EmptyWindow {
+                    window,
+                    width,
+                    height,
+                }) => {
+                    assert_eq!((window, width, height), (0x42, w as u32, h as u32))
+                }
+                other => panic!("{w}x{h}: {other:?}"),
+            }
+        }
+        assert_eq!(checked_size(0x42, 1, 1).unwrap(), (1, 1));
+        let e = checked_size(0x42, 0, 0).unwrap_err();
+        assert!(!e.is_window_gone(), "not a vanished window");
+        assert!(e.to_string().contains("no area"), "{e}");
+    }
+
+    #[test]
+    fn region_checks_name_an_empty_region_and_one_outside() {
+        // FR-PERC-008: sensor regions; a zero-area region is its own error, not "outside".
+        assert!(matches!(
+            check_region(Rect::new(3, 3, 0, 5), 64, 48),
+            Err(X11Error::EmptyRegion { .. })
+        ));
+        assert!(matches!(
+            check_region(Rect::new(60, 0, 8, 8), 64, 48),
+            Err(X11Error::RegionOutside {
+                width: 64,
+                height: 48,
+                ..
+            })
+        ));
+        assert!(check_region(Rect::new(0, 0, 64, 48), 64, 48).is_ok());
     }
 }

@@ -26,6 +26,12 @@ pub enum X11Error {
     WindowGone(u32),
     #[error("window 0x{window:x} is not mapped (minimised or hidden); map it to capture it")]
     Unmapped { window: u32 },
+    /// GetGeometry reported a zero-area window: there are no pixels to capture, which is neither a
+    /// reason to fall back to another capture path nor a frame (an empty frame would read as "black").
+    #[error("window 0x{window:x} has no area ({width}x{height}); nothing to capture until it has a size")]
+    EmptyWindow { window: u32, width: u32, height: u32 },
+    #[error("the region {region:?} has no area; a region to capture needs a width and a height")]
+    EmptyRegion { region: gamepilot_core::Rect },
     #[error("the region {region:?} lies outside the {width}x{height} window")]
     RegionOutside {
         region: gamepilot_core::Rect,

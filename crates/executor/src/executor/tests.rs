@@ -855,3 +855,52 @@ fn camera_turns_in_degrees_use_the_calibration_or_are_refused() {
         None
     );
 }
+
+#[test]
+fn rate_windows_stay_bounded_over_an_hour_at_the_top_cadence() {
+    // FR-SAFE-004, NFR-ACT-001, issue 14 item 5: the two rate-budget windows only ever hold the last
+    // second: `accepted_at` at most `max_actions_per_s` entries (a submit past it is refused, never
+    // queued), `emitted_at` at most one entry per tick of that second (241 at 240 Hz). An hour of a model
+    // asking for a key every tick, and a camera turn whenever it may, leaves them there.
+    let hz = 240u64;
+    let tick_us = 1_000_000 / hz;
+    let cfg = ExecutorConfig {
+        tick: Duration::from_micros(tick_us),
+        session_budget: Duration::from_secs(2 * 3600),
+        ..Default::default()
+    };
+    let max_actions = cfg.max_actions_per_s as usize;
+    let mut ex = Executor::new(cfg);
+    let letters: Vec<String> = ('a'..='z').map(|c| c.to_string()).collect();
+    let (mut accepted, mut refused_for_rate) = (0u64, 0u64);
+    let (mut widest_accepted, mut widest_emitted, mut most_active) = (0, 0, 0);
+    for i in 0..(hz * 3600) {
+        let now = MonoTime(i * tick_us);
+        let j = if i % 97 == 0 {
+            r#"{"action":"camera","dx":40,"dy":0,"duration_ms":200}"#.to_string()
+        } else {
+            format!(r#"{{"action":"key","key":"{}"}}"#, letters[(i % 26) as usize])
+        };
+        match ex.submit(&intent(&j), &ctx(now)) {
+            Ok(_) => accepted += 1,
+            Err(Rejection {
+                reason: RejectReason::ActionRateExceeded { .. },
+                ..
+            }) => refused_for_rate += 1,
+            Err(_) => {}
+        }
+        let out = ex.tick(&input(now));
+        assert!(!matches!(ex.state(), ExecState::Halted { .. }), "{out:?}");
+        widest_accepted = widest_accepted.max(ex.accepted_at.len());
+        widest_emitted = widest_emitted.max(ex.emitted_at.len());
+        most_active = most_active.max(ex.active());
+    }
+    assert!(widest_accepted <= max_actions, "{widest_accepted}");
+    assert!(widest_emitted <= hz as usize + 1, "{widest_emitted}");
+    assert!(
+        accepted >= 3600 * 10,
+        "the budget still lets actions through: {accepted}"
+    );
+    assert!(refused_for_rate > 0);
+    assert!(most_active <= max_actions, "{most_active} actions at once");
+}
