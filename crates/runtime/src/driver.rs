@@ -388,7 +388,7 @@ impl Driver {
 
     /// The last tick's lateness.
     pub fn late_us(&self) -> u64 {
-        self.ticker.lateness.last_us()
+        self.ticker.lateness.last().unwrap_or(0)
     }
 
     /// True once after the window moved or resized: capture must be re-targeted.
@@ -734,9 +734,9 @@ impl Driver {
         }
         let late = &self.ticker.lateness;
         DriverStats {
-            lateness_p50_us: late.percentile_us(0.5),
-            lateness_p99_us: late.percentile_us(0.99),
-            ticks: late.count(),
+            lateness_p50_us: late.quantile(0.5),
+            lateness_p99_us: late.quantile(0.99),
+            ticks: late.len(),
             events: self.sink.count(),
             delivers: self.sink.delivers(),
             released_on_stop: released,

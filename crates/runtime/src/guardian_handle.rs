@@ -4,6 +4,7 @@
 
 use crate::RuntimeError;
 use gamepilot_core::Chord;
+use gamepilot_executor::LatenessHistogram;
 use gamepilot_guardian::SharedState;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,11 +105,12 @@ impl GuardianHandle {
     }
 }
 
-/// A fixed-rate tick schedule that records how late each tick woke (NFR-ACT-001) in a bounded histogram.
+/// A fixed-rate tick schedule that records how late each tick woke (NFR-ACT-001) in the executor's
+/// bounded histogram (issue 14: an hour at 60 Hz is 216,000 samples, kept in fixed memory).
 pub struct Ticker {
     period: Duration,
     next: Instant,
-    pub lateness: Lateness,
+    pub lateness: LatenessHistogram,
 }
 
 impl Ticker {
@@ -117,7 +119,7 @@ impl Ticker {
         Ticker {
             period,
             next: Instant::now(),
-            lateness: Lateness::default(),
+            lateness: LatenessHistogram::new(),
         }
     }
 
@@ -129,102 +131,10 @@ impl Ticker {
         }
         let woke = Instant::now();
         self.lateness
-            .add(woke.saturating_duration_since(self.next).as_micros() as u64);
+            .record(woke.saturating_duration_since(self.next).as_micros() as u64);
         self.next += self.period;
         if self.next < woke {
             self.next = woke + self.period;
         }
-    }
-}
-
-/// The width of one lateness bucket in microseconds, and the lateness the last bucket starts at.
-pub const LATENESS_BUCKET_US: u64 = 10;
-pub const LATENESS_CAP_US: u64 = 100_000;
-
-/// Tick lateness over a whole session in constant memory (issue 14: an hour at 60 Hz is 216,000 samples):
-/// a histogram of 10 µs buckets up to 100 ms (the last bucket holds everything later), with the exact
-/// count, maximum and last sample. Percentiles are exact to one bucket.
-#[derive(Debug, Clone)]
-pub struct Lateness {
-    buckets: Vec<u64>,
-    count: u64,
-    max_us: u64,
-    last_us: u64,
-}
-
-impl Default for Lateness {
-    fn default() -> Self {
-        Lateness {
-            buckets: vec![0; (LATENESS_CAP_US / LATENESS_BUCKET_US) as usize + 1],
-            count: 0,
-            max_us: 0,
-            last_us: 0,
-        }
-    }
-}
-
-impl Lateness {
-    pub fn add(&mut self, us: u64) {
-        let i = (us.min(LATENESS_CAP_US) / LATENESS_BUCKET_US) as usize;
-        if let Some(b) = self.buckets.get_mut(i) {
-            *b += 1;
-        }
-        self.count += 1;
-        self.max_us = self.max_us.max(us);
-        self.last_us = us;
-    }
-
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    pub fn last_us(&self) -> u64 {
-        self.last_us
-    }
-
-    pub fn max_us(&self) -> u64 {
-        self.max_us
-    }
-
-    /// The `p` quantile (0..=1), the lower edge of its bucket (the maximum for the top sample); 0 when empty.
-    pub fn percentile_us(&self, p: f64) -> u64 {
-        if self.count == 0 {
-            return 0;
-        }
-        let rank = ((self.count - 1) as f64 * p.clamp(0.0, 1.0)) as u64;
-        let mut seen = 0u64;
-        for (i, n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen > rank {
-                return (i as u64 * LATENESS_BUCKET_US).min(self.max_us);
-            }
-        }
-        self.max_us
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // NFR-ACT-001, issue 14: lateness over an hour stays in constant memory and its percentiles hold.
-    #[test]
-    fn lateness_is_bounded_and_its_percentiles_are_exact_to_a_bucket() {
-        let mut l = Lateness::default();
-        let size = l.buckets.len();
-        for i in 0..216_000u64 {
-            l.add(i % 1000);
-        }
-        l.add(5_000_000);
-        assert_eq!(l.buckets.len(), size);
-        assert_eq!(l.count(), 216_001);
-        assert_eq!(l.max_us(), 5_000_000);
-        assert_eq!(l.last_us(), 5_000_000);
-        let p50 = l.percentile_us(0.5);
-        assert!((490..=500).contains(&p50), "{p50}");
-        let p99 = l.percentile_us(0.99);
-        assert!((980..=990).contains(&p99), "{p99}");
-        assert_eq!(l.percentile_us(1.0), LATENESS_CAP_US);
-        assert_eq!(Lateness::default().percentile_us(0.99), 0);
     }
 }

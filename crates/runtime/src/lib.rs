@@ -19,7 +19,7 @@ pub mod tactical;
 pub mod templates;
 
 pub use error::RuntimeError;
-pub use guardian_handle::{GuardianHandle, Lateness, Ticker};
+pub use guardian_handle::{GuardianHandle, Ticker};
 
 /// Monotonic microseconds since the first call in this process: the one clock of the binary and its
 /// threads (logic crates take time as a value).

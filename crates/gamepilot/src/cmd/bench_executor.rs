@@ -111,7 +111,7 @@ fn lateness(seconds: u64) -> anyhow::Result<Vec<f64>> {
     let mut late = Vec::with_capacity(n);
     for _ in 0..n {
         ticker.wait();
-        late.push(ticker.lateness.last_us() as f64);
+        late.push(ticker.lateness.last().unwrap_or(0) as f64);
         let now = MonoTime(start.elapsed().as_micros() as u64);
         let out = ex.tick(&TickInput {
             now,
