@@ -146,3 +146,23 @@ fn nested_bed_has_a_second_input_device() {
     let x = bed.x11().unwrap();
     assert!(x.extensions().xtest && x.extensions().xinput2);
 }
+
+#[test]
+fn a_reflex_rate_or_heartbeat_bound_out_of_range_is_a_named_error() {
+    // issue 14, decisions.md "reflex cadence 30–240 Hz": checked before anything starts
+    for (args, names) in [
+        (&["--hz", "5"][..], "--hz 5"),
+        (&["--hz", "1000"][..], "--hz 1000"),
+        (&["--hz", "60", "--stale-ms", "20"][..], "--stale-ms 20"),
+        (&["--stale-ms", "600000"][..], "--stale-ms 600000"),
+    ] {
+        let out = gamepilot()
+            .args(["run", "--window", "0x1", "--goal", "g", "--display", ":99"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+    }
+}

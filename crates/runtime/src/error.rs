@@ -35,6 +35,9 @@ pub enum RuntimeError {
     /// `run --templates DIR`: a file or name the atlas cannot take.
     #[error("--templates: {0}")]
     Templates(String),
+    /// A worker's body panicked; caught so that its releases still ran (issue 14).
+    #[error("panicked: {0}")]
+    Panicked(String),
     /// An image file that cannot be read as a frame.
     #[error("image {path}: {detail}")]
     Image { path: String, detail: String },

@@ -16,7 +16,9 @@ pub mod reflex;
 pub mod sensor_worker;
 pub mod session_inputs;
 pub mod tactical;
+pub mod stop_signals;
 pub mod templates;
+pub mod worker;
 
 pub use error::RuntimeError;
 pub use guardian_handle::{GuardianHandle, Ticker};

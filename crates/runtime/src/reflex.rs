@@ -96,6 +96,9 @@ pub enum FromReflex {
         detail: String,
     },
     WindowGone,
+    /// The reflex tick failed or panicked (caught; everything was released first): the session stops
+    /// with this reason (issue 14).
+    Failed { detail: String },
     Stopped {
         lateness_p50_us: u64,
         lateness_p99_us: u64,
@@ -314,8 +317,14 @@ pub fn run(
         Some((interlock, detail)) => send(FromReflex::Interlock { interlock, detail }),
         None => send(FromReflex::WindowGone),
     };
-    let result: Result<(), RuntimeError> = (|| loop {
+    let panic_at = crate::worker::fault_tick("reflex-panic");
+    // A panic in the tick is caught here so that `finish` below still releases everything through our
+    // own path (FR-ACT-001) before the thread reports its end (issue 14).
+    let body = std::panic::AssertUnwindSafe(|| loop {
         tick += 1;
+        if panic_at == Some(tick) {
+            panic!("injected by GAMEPILOT_FAULT=reflex-panic@{tick} (test-only fault hook)");
+        }
         // FR-SAFE-002: real-device input pauses the agent and releases everything at once (not the user's
         // click on the confirmation overlay, FR-SAFE-005; see `stops_the_run`).
         let in_grace = grace_until.is_some_and(|g| Instant::now() < g);
@@ -573,10 +582,17 @@ pub fn run(
             health,
             generation: d.generation(),
         });
-    })();
+    });
+    let result: Result<(), RuntimeError> = std::panic::catch_unwind(body)
+        .unwrap_or_else(|p| Err(RuntimeError::Panicked(crate::worker::panic_text(p.as_ref()))));
     // Every exit path releases everything (FR-ACT-001, INV-SAFE-002).
     capturer.close(d.x11());
     let stats = d.finish();
+    if let Err(e) = &result {
+        send(FromReflex::Failed {
+            detail: e.to_string(),
+        });
+    }
     send(FromReflex::Stopped {
         lateness_p50_us: stats.lateness_p50_us,
         lateness_p99_us: stats.lateness_p99_us,

@@ -82,6 +82,12 @@ pub fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             },
         }],
         FromReflex::WindowGone => vec![Input::WindowGone],
+        FromReflex::Failed { detail } => vec![Input::Stop {
+            reason: gamepilot_session::ExternalStop::WorkerDied {
+                worker: "reflex".into(),
+                detail,
+            },
+        }],
         FromReflex::Stopped {
             lateness_p50_us,
             lateness_p99_us,

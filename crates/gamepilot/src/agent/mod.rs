@@ -16,6 +16,8 @@ use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_runtime::session_inputs::{degrade_step, reflex_input};
+use gamepilot_runtime::stop_signals::{StopSignal, StopSignals};
+use gamepilot_runtime::worker::{panic_text, spawn_reporting, WorkerEnd, WorkerOutcome};
 use gamepilot_runtime::{deliberative, destructive, now, reflex, tactical, GuardianHandle};
 use gamepilot_sensor::{Expression, Program};
 use gamepilot_session::{
@@ -69,6 +71,8 @@ pub struct AgentConfig {
     pub reflex: reflex::ReflexExtras,
     /// Degrade commands from the GPU-memory watch (FR-MODEL-004), stepped into the session.
     pub degrade: Option<Receiver<gamepilot_model::DegradeCommand>>,
+    /// SIGINT / SIGTERM / SIGHUP as a clean stop (issue 14); `None`: the process's default dispositions.
+    pub stop_signals: Option<StopSignals>,
 }
 
 /// What a session did, for the summary and the report.
@@ -98,6 +102,8 @@ pub struct Summary {
     pub input_events: u64,
     pub goal_met: Option<bool>,
     pub recording: String,
+    /// The stop signal that ended the session (its number), if one did: `run` exits 128 + it.
+    pub exit_signal: Option<i32>,
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -276,7 +282,20 @@ impl Wiring<'_> {
                     .name("deliberative".into())
                     .spawn(move || {
                         yield_cpu_to_reflex();
-                        let _ = tx.send(deliberative::deliberate(&client, &model, &post, &req, &cancel));
+                        // A pass that panics is a failed pass (the session replans on its triggers):
+                        // restarting deliberation is safe, it holds no input (issue 14).
+                        let (pass, started) = (req.pass, Instant::now());
+                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            deliberative::deliberate(&client, &model, &post, &req, &cancel)
+                        }))
+                        .unwrap_or_else(|p| deliberative::DeliberationResult {
+                            pass,
+                            plan: Err(format!("the deliberative pass panicked: {}", panic_text(p.as_ref()))),
+                            prompt_json: serde_json::Value::Null,
+                            reply_text: String::new(),
+                            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+                        });
+                        let _ = tx.send(result);
                     })?;
             }
             Effect::StartResearch(job) => {
@@ -530,9 +549,11 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     for text in &cfg.reflex.notes {
         rec.record(now(), Record::Note { text: text.clone() })?;
     }
-    let reflex_thread = std::thread::Builder::new()
-        .name("reflex".into())
-        .spawn(move || reflex::run(setup, guardian, reflex_rx, reflex_tx))?;
+    // Every worker reports its end here (issue 14: no thread dies silently).
+    let (ends_tx, ends) = mpsc::channel::<WorkerEnd>();
+    let reflex_thread = spawn_reporting("reflex", ends_tx.clone(), move || {
+        reflex::run(setup, guardian, reflex_rx, reflex_tx)
+    })?;
 
     let cancel = CancelToken::new();
     let (to_tactical, tactical_rx) = mpsc::channel::<TacticalRequest>();
@@ -546,12 +567,10 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         max_tokens: 96,
     };
     let tcancel = cancel.clone();
-    let tactical_thread = std::thread::Builder::new()
-        .name("tactical".into())
-        .spawn(move || {
-            yield_cpu_to_reflex();
-            tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
-        })?;
+    let tactical_thread = spawn_reporting("tactical", ends_tx, move || {
+        yield_cpu_to_reflex();
+        tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
+    })?;
     let (delib_tx, from_delib) = mpsc::channel::<DeliberationResult>();
     let research = gamepilot_research::wiring::ResearchWiring::new(
         cfg.research_endpoint.clone(),
@@ -575,8 +594,30 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let mut reflex_done = false;
 
     let mut stop = w.step(&mut session, Input::Start)?;
+    let mut by_signal: Option<StopSignal> = None;
     while stop.is_none() {
         let mut g = Gathered { inputs: Vec::new() };
+        if let Some(sig) = cfg.stop_signals.as_ref().and_then(StopSignals::received) {
+            by_signal = Some(sig);
+            g.inputs.push(Input::Stop {
+                reason: ExternalStop::Signal {
+                    name: sig.name().into(),
+                },
+            });
+        }
+        // A worker that ended before the session did stops it, named (the reflex's clean end follows its
+        // own stop report, which the session has already seen).
+        for end in ends.try_iter() {
+            if end.worker == "reflex" && end.outcome == WorkerOutcome::Finished {
+                continue;
+            }
+            g.inputs.push(Input::Stop {
+                reason: ExternalStop::WorkerDied {
+                    worker: end.worker.into(),
+                    detail: end.detail(),
+                },
+            });
+        }
         let reflex_gone = drain(&from_reflex, "reflex", reflex_done, |m| {
             if let FromReflex::Stopped { .. } = m {
                 reflex_done = true;
@@ -659,7 +700,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     let _ = w.to_reflex.send(ToReflex::Stop);
     let (tx_dummy, _) = mpsc::channel();
     drop(std::mem::replace(&mut w.to_tactical, tx_dummy));
-    let reflex_result = reflex_thread.join();
+    let reflex_joined = reflex_thread.join().is_ok();
     while let Ok(m) = from_reflex.try_recv() {
         for i in reflex_input(m, &mut feed) {
             if let Input::ReflexStopped(_) = i {
@@ -667,7 +708,15 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             }
         }
     }
-    let _ = tactical_thread.join();
+    // The tactical thread may be inside OCR or a model call: it is cancelled and given a bounded time
+    // (a signal's stop must finish within 2 s, issue 14); a thread still busy then ends with the process.
+    let tactical_deadline = Instant::now() + Duration::from_millis(1500);
+    while !tactical_thread.is_finished() && Instant::now() < tactical_deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if tactical_thread.is_finished() {
+        let _ = tactical_thread.join();
+    }
     if tty && !cfg.quiet {
         eprintln!();
     }
@@ -700,13 +749,11 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         input_events: n.reflex.events,
         goal_met: n.goal_met,
         recording: cfg.record_dir.display().to_string(),
+        exit_signal: by_signal.map(|s| s.0),
     };
     w.rec
         .finish(now(), &summary.stop_reason, serde_json::to_value(&summary)?)?;
-    match reflex_result {
-        Ok(r) => r?,
-        Err(_) => anyhow::bail!("the reflex thread panicked"),
-    }
+    anyhow::ensure!(reflex_joined, "the reflex thread could not be joined");
     Ok(summary)
 }
 

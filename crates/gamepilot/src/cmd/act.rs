@@ -25,6 +25,12 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The reflex cadence's range (decisions.md) and the heartbeat bound's (issue 14).
+pub const MIN_HZ: u32 = 30;
+pub const MAX_HZ: u32 = 240;
+pub const MIN_STALE_TICKS: u64 = 3;
+pub const MAX_STALE_MS: u64 = 10_000;
+
 /// The user's limits (INV-SAFE-001: from the command line or configuration only, never from a model).
 #[derive(clap::Args, Debug, Clone)]
 pub struct LimitArgs {
@@ -73,7 +79,22 @@ impl LimitArgs {
             denied.add(&Chord::parse(d).with_context(|| format!("--deny {d:?}"))?);
         }
         denied.add(&panic);
-        let hz = self.hz.clamp(1, 1000);
+        // decisions.md: the reflex cadence is 30–240 Hz; the guardian's heartbeat bound must cover
+        // several ticks or a merely late tick reads as a hung core (issue 14).
+        anyhow::ensure!(
+            (MIN_HZ..=MAX_HZ).contains(&self.hz),
+            "--hz {}: the reflex cadence must be {MIN_HZ}–{MAX_HZ} Hz",
+            self.hz
+        );
+        let tick_ms = 1000.0 / self.hz as f64;
+        anyhow::ensure!(
+            self.stale_ms as f64 >= MIN_STALE_TICKS as f64 * tick_ms && self.stale_ms <= MAX_STALE_MS,
+            "--stale-ms {}: the heartbeat bound must cover at least {MIN_STALE_TICKS} reflex ticks ({:.0} ms at {} Hz) and at most {MAX_STALE_MS} ms",
+            self.stale_ms,
+            (MIN_STALE_TICKS as f64 * tick_ms).ceil(),
+            self.hz
+        );
+        let hz = self.hz;
         let cfg = ExecutorConfig {
             tick: Duration::from_micros(1_000_000 / hz as u64),
             max_hold: Duration::from_millis(self.max_hold_ms),

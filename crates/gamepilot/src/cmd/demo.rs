@@ -71,6 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
     println!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
     println!("demo: starting the model host");
+    // Ctrl+C from here on is a clean stop of the session (issue 14).
+    let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
     let (client, host) = args.model.connect()?;
     let caps = client.probe().context("probing the model host")?;
     let limits = args.limits.clone();
@@ -119,6 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
         reflex: gamepilot_runtime::reflex::ReflexExtras::default(),
         degrade: None,
+        stop_signals: Some(stop_signals),
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;

@@ -356,6 +356,8 @@ pub fn print_summary(s: &Summary) {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (exec, panic) = args.limits.config()?;
+    // SIGINT / SIGTERM / SIGHUP from here on stop the session cleanly (issue 14; exit 128 + signal).
+    let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
     let (x, win) = args.target.resolve()?;
     drop(x);
     let sensors_src = match &args.sensors {
@@ -418,10 +420,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         grounding_paths: args.grounding.paths(),
         reflex: wiring.extras,
         degrade: wiring.degrade,
+        stop_signals: Some(stop_signals),
     };
     let summary = agent::run_agent(cfg)?;
     drop(wiring.gpu);
     drop(host);
     print_summary(&summary);
-    Ok(if summary.stop_reason == "GoalMet" { 0 } else { 4 })
+    Ok(match summary.exit_signal {
+        Some(sig) => 128 + sig,
+        None if summary.stop_reason == "GoalMet" => 0,
+        None => 4,
+    })
 }

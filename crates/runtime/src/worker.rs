@@ -1,0 +1,113 @@
+//! Threads that report their end (issue 14: no thread dies silently): a worker runs under
+//! `catch_unwind`, and whatever way it ends — finished, failed with an error, panicked — one
+//! [`WorkerEnd`] reaches the loop, which stops the session with the worker's name and the reason.
+
+use crate::RuntimeError;
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+
+/// How a worker thread ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerOutcome {
+    Finished,
+    Failed(String),
+    Panicked(String),
+}
+
+/// One worker's end, named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerEnd {
+    pub worker: &'static str,
+    pub outcome: WorkerOutcome,
+}
+
+impl WorkerEnd {
+    /// The reason in words, for the stop and the recording.
+    pub fn detail(&self) -> String {
+        match &self.outcome {
+            WorkerOutcome::Finished => "it ended before the session did".into(),
+            WorkerOutcome::Failed(e) => format!("it failed: {e}"),
+            WorkerOutcome::Panicked(p) => format!("it panicked: {p}"),
+        }
+    }
+}
+
+/// A panic payload's message (`panic!` with a literal or a formatted string), else a placeholder.
+pub fn panic_text(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}
+
+/// Run `f` to its end and report how it ended on `ends` (a closed `ends` is not an error: the loop has
+/// gone and nobody is left to tell).
+pub fn run_reporting<F>(worker: &'static str, ends: &Sender<WorkerEnd>, f: F)
+where
+    F: FnOnce() -> Result<(), RuntimeError>,
+{
+    let outcome = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => WorkerOutcome::Finished,
+        Ok(Err(RuntimeError::Panicked(p))) => WorkerOutcome::Panicked(p),
+        Ok(Err(e)) => WorkerOutcome::Failed(e.to_string()),
+        Err(p) => WorkerOutcome::Panicked(panic_text(p.as_ref())),
+    };
+    let _ = ends.send(WorkerEnd { worker, outcome });
+}
+
+/// Spawn `f` on a thread named `worker` that reports its end on `ends`.
+pub fn spawn_reporting<F>(
+    worker: &'static str,
+    ends: Sender<WorkerEnd>,
+    f: F,
+) -> Result<JoinHandle<()>, RuntimeError>
+where
+    F: FnOnce() -> Result<(), RuntimeError> + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(worker.into())
+        .spawn(move || run_reporting(worker, &ends, f))
+        .map_err(|e| RuntimeError::io(format!("spawning the {worker} thread"), e))
+}
+
+/// The test-only fault hook (issue 14's fault matrix): `GAMEPILOT_FAULT=reflex-panic@N` makes the reflex
+/// thread panic at its N-th tick. Read once at thread start; unset (the normal case) it costs one
+/// comparison per tick.
+pub fn fault_tick(name: &str) -> Option<u64> {
+    let v = std::env::var("GAMEPILOT_FAULT").ok()?;
+    let (what, at) = v.split_once('@')?;
+    (what == name).then(|| at.parse().ok()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+
+    // issue 14: every way a worker ends is reported with its name
+    #[test]
+    fn a_worker_reports_finishing_failing_and_panicking() {
+        let (tx, rx) = channel();
+        run_reporting("a", &tx, || Ok(()));
+        run_reporting("b", &tx, || Err(RuntimeError::WorkerStart("no reader".into())));
+        run_reporting("c", &tx, || panic!("boom {}", 7));
+        let h = spawn_reporting("d", tx.clone(), || Err(RuntimeError::Panicked("caught".into()))).unwrap();
+        h.join().unwrap();
+        let ends: Vec<WorkerEnd> = rx.try_iter().collect();
+        assert_eq!(
+            ends.iter().map(|e| (e.worker, e.outcome.clone())).collect::<Vec<_>>(),
+            vec![
+                ("a", WorkerOutcome::Finished),
+                ("b", WorkerOutcome::Failed("no reader".into())),
+                ("c", WorkerOutcome::Panicked("boom 7".into())),
+                ("d", WorkerOutcome::Panicked("caught".into())),
+            ]
+        );
+        assert_eq!(ends[2].detail(), "it panicked: boom 7");
+    }
+}
