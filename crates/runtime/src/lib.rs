@@ -15,8 +15,8 @@ pub mod refine;
 pub mod reflex;
 pub mod sensor_worker;
 pub mod session_inputs;
-pub mod tactical;
 pub mod stop_signals;
+pub mod tactical;
 pub mod templates;
 pub mod worker;
 

@@ -98,7 +98,9 @@ pub enum FromReflex {
     WindowGone,
     /// The reflex tick failed or panicked (caught; everything was released first): the session stops
     /// with this reason (issue 14).
-    Failed { detail: String },
+    Failed {
+        detail: String,
+    },
     Stopped {
         lateness_p50_us: u64,
         lateness_p99_us: u64,
@@ -322,8 +324,8 @@ pub fn run(
     // own path (FR-ACT-001) before the thread reports its end (issue 14).
     let body = std::panic::AssertUnwindSafe(|| loop {
         tick += 1;
-        if panic_at == Some(tick) {
-            panic!("injected by GAMEPILOT_FAULT=reflex-panic@{tick} (test-only fault hook)");
+        if panic_at.is_some_and(|n| tick >= n && !d.executor().held().is_empty()) {
+            panic!("injected by GAMEPILOT_FAULT=reflex-panic at tick {tick} while holding input (test-only fault hook)");
         }
         // FR-SAFE-002: real-device input pauses the agent and releases everything at once (not the user's
         // click on the confirmation overlay, FR-SAFE-005; see `stops_the_run`).

@@ -75,9 +75,20 @@ where
         .map_err(|e| RuntimeError::io(format!("spawning the {worker} thread"), e))
 }
 
+/// Lower the calling thread's scheduling priority (nice 5): the tactical and deliberative threads run OCR,
+/// segmentation and model I/O that may wait; the reflex thread must not wait behind them (FR-LOOP-002).
+/// Best effort: a failure leaves the thread at the normal priority.
+pub fn yield_cpu_to_reflex() {
+    // SAFETY: plain syscalls on the calling thread's own id; no memory is shared with the kernel.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 5);
+    }
+}
+
 /// The test-only fault hook (issue 14's fault matrix): `GAMEPILOT_FAULT=reflex-panic@N` makes the reflex
-/// thread panic at its N-th tick. Read once at thread start; unset (the normal case) it costs one
-/// comparison per tick.
+/// thread panic at the first tick from its N-th on at which the executor holds input. Read once at thread
+/// start; unset (the normal case) it costs one comparison per tick.
 pub fn fault_tick(name: &str) -> Option<u64> {
     let v = std::env::var("GAMEPILOT_FAULT").ok()?;
     let (what, at) = v.split_once('@')?;
@@ -100,7 +111,9 @@ mod tests {
         h.join().unwrap();
         let ends: Vec<WorkerEnd> = rx.try_iter().collect();
         assert_eq!(
-            ends.iter().map(|e| (e.worker, e.outcome.clone())).collect::<Vec<_>>(),
+            ends.iter()
+                .map(|e| (e.worker, e.outcome.clone()))
+                .collect::<Vec<_>>(),
             vec![
                 ("a", WorkerOutcome::Finished),
                 ("b", WorkerOutcome::Failed("no reader".into())),

@@ -200,6 +200,8 @@ pub enum SessionStop {
     PromptTooLarge { detail: String },
     /// Capture failed past its retry bound (FR-PERC-009).
     CaptureFailed { detail: String },
+    /// The model host stopped answering (killed, crashed) and did not come back (issue 14).
+    ModelHostGone { detail: String },
     /// A signal or a dead worker.
     External { detail: String },
 }
@@ -211,6 +213,7 @@ impl fmt::Display for SessionStop {
             SessionStop::Loop { reason, by: None } => write!(f, "{reason:?}"),
             SessionStop::PromptTooLarge { detail } => write!(f, "PromptTooLarge ({detail})"),
             SessionStop::CaptureFailed { detail } => write!(f, "CaptureFailed ({detail})"),
+            SessionStop::ModelHostGone { detail } => write!(f, "ModelHostGone ({detail})"),
             SessionStop::External { detail } => write!(f, "Stopped ({detail})"),
         }
     }

@@ -155,6 +155,42 @@ pub struct SessionNumbers {
     pub failures: Vec<(FailureCause, u64)>,
 }
 
+impl SessionNumbers {
+    /// The terminal status line: armed state, elapsed time, subgoal, held inputs, sensors, frame health,
+    /// verdicts, the ladder's rung and the tactical calls.
+    pub fn status_line(&self, dry_run: bool, elapsed_s: f64) -> String {
+        let sensors = if self.sensors.is_empty() {
+            "no sensors".to_string()
+        } else {
+            self.sensors
+                .iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        v.map(|v| format!("{v}")).unwrap_or_else(|| "undef".into())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        format!(
+            "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | frame {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
+            if dry_run { "DRY RUN" } else { "ARMED" },
+            elapsed_s,
+            self.subgoal.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
+            self.deliberating,
+            self.held_inputs,
+            sensors,
+            self.health.as_str(),
+            self.confirmed,
+            self.refuted,
+            self.inconclusive,
+            self.rung,
+            self.tactical_calls,
+        )
+    }
+}
+
 /// One running session's decisions.
 pub struct Session {
     cfg: SessionConfig,
@@ -178,6 +214,8 @@ pub struct Session {
     stopped_by: Option<String>,
     /// Consecutive tactical calls the host refused as too large.
     overflow_streak: u32,
+    /// Consecutive unreachable-host failures and when the streak began (issue 14).
+    host_streak: (u32, MonoTime),
     /// Failures the session attributes itself (action choice, perception), beside the loop logic's.
     extra_failures: FailureHistogram,
     /// Verdicts confirmed since the last progress-sensor increase (action choice evidence).
@@ -200,6 +238,10 @@ const ACTION_CHOICE_STREAK: u32 = 6;
 /// After a compaction the host may still refuse once (its own count differs from the estimate); the
 /// second refusal in a row stops the session.
 const OVERFLOW_STOP_STREAK: u32 = 2;
+/// The host is taken as gone (killed, crashed) after this many unreachable/transport failures in a row
+/// spanning at least `HOST_GONE_AFTER_MS`: the session stops, named, instead of idling to its budget.
+const HOST_GONE_STREAK: u32 = 4;
+const HOST_GONE_AFTER_MS: u64 = 5_000;
 
 /// A FNV-1a hash (stable across runs and platforms) for prompt fingerprints.
 pub fn fingerprint(text: &str) -> u64 {
@@ -334,6 +376,7 @@ impl Session {
             stop: None,
             stopped_by: None,
             overflow_streak: 0,
+            host_streak: (0, MonoTime::ZERO),
             extra_failures: FailureHistogram::new(),
             confirmed_since_progress: 0,
             last_progress: None,
@@ -979,12 +1022,36 @@ impl Session {
                         }
                     }
                     FailureKind::SchemaBroken => self.numbers.schema_violations += 1,
+                    FailureKind::Host => {
+                        if self.host_streak.0 == 0 {
+                            self.host_streak.1 = now;
+                        }
+                        self.host_streak.0 += 1;
+                        let (n, since) = self.host_streak;
+                        let span_ms = now.0.saturating_sub(since.0) / 1000;
+                        if n >= HOST_GONE_STREAK && span_ms >= HOST_GONE_AFTER_MS {
+                            self.finish(
+                                SessionStop::ModelHostGone {
+                                    detail: format!(
+                                        "{n} tactical calls in a row over {:.1} s could not reach the model host: {}",
+                                        span_ms as f64 / 1000.0,
+                                        f.message
+                                    ),
+                                },
+                                out,
+                            );
+                        }
+                    }
                     _ => {}
+                }
+                if f.kind != FailureKind::Host {
+                    self.host_streak.0 = 0;
                 }
                 return;
             }
         };
         self.overflow_streak = 0;
+        self.host_streak.0 = 0;
         self.record_call(&reply);
         if self.context.needs_compaction(reply.tokens_in as u32) {
             self.compact(reply.tokens_in as u32, now, out);

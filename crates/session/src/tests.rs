@@ -784,3 +784,44 @@ fn a_calibrated_camera_is_offered_to_the_model_in_degrees() {
         assert!(plan_block(&s).contains(described), "block 1 describes the tool");
     }
 }
+
+#[test]
+fn a_model_host_that_stays_unreachable_stops_the_session_with_a_named_reason() {
+    // issue 14: a killed host is a named stop, not an idle session until its budget; a host that answers
+    // again in between resets the count
+    let (mut s, adopted) = planned();
+    let gone = || {
+        Err(TacticalFailure {
+            kind: FailureKind::Host,
+            message: "transport error: connection refused".into(),
+            latency_ms: 1.0,
+        })
+    };
+    let mut tick = tactical_jobs(&adopted)[0].tick;
+    let mut t = 1_000;
+    // Three failures, then an answer: the streak starts again.
+    for _ in 0..3 {
+        let fx = s.step(outcome(tick, menu(), gone()), ms(t));
+        tick = tactical_jobs(&fx)[0].tick;
+        t += 2_000;
+    }
+    let fx = s.step(
+        outcome(tick, menu(), reply(TacticalReply::Note { text: "back".into() })),
+        ms(t),
+    );
+    tick = tactical_jobs(&fx)[0].tick;
+    for i in 0..4 {
+        t += 2_000;
+        let fx = s.step(outcome(tick, menu(), gone()), ms(t));
+        if i < 3 {
+            assert!(s.stopped().is_none(), "failure {i} of the new streak");
+            tick = tactical_jobs(&fx)[0].tick;
+        }
+    }
+    match s.stopped() {
+        Some(SessionStop::ModelHostGone { detail }) => {
+            assert!(detail.contains("4 tactical calls in a row"), "{detail}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -17,7 +17,7 @@ use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_runtime::session_inputs::{degrade_step, reflex_input};
 use gamepilot_runtime::stop_signals::{StopSignal, StopSignals};
-use gamepilot_runtime::worker::{panic_text, spawn_reporting, WorkerEnd, WorkerOutcome};
+use gamepilot_runtime::worker::{panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome};
 use gamepilot_runtime::{deliberative, destructive, now, reflex, tactical, GuardianHandle};
 use gamepilot_sensor::{Expression, Program};
 use gamepilot_session::{
@@ -111,17 +111,6 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
         return 0.0;
     }
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-/// Lower the calling thread's scheduling priority (nice 5): the tactical and deliberative threads run OCR,
-/// segmentation and model I/O that may wait; the reflex thread must not wait behind them (FR-LOOP-002).
-/// Best effort: a failure leaves the thread at the normal priority.
-fn yield_cpu_to_reflex() {
-    // SAFETY: plain syscalls on the calling thread's own id; no memory is shared with the kernel.
-    unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 5);
-    }
 }
 
 /// The session's sensors: the user's file plus the goal check; the postconditions a plan may use.
@@ -290,7 +279,10 @@ impl Wiring<'_> {
                         }))
                         .unwrap_or_else(|p| deliberative::DeliberationResult {
                             pass,
-                            plan: Err(format!("the deliberative pass panicked: {}", panic_text(p.as_ref()))),
+                            plan: Err(format!(
+                                "the deliberative pass panicked: {}",
+                                panic_text(p.as_ref())
+                            )),
                             prompt_json: serde_json::Value::Null,
                             reply_text: String::new(),
                             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -682,7 +674,9 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             }
         }
         if !cfg.quiet && w.hold.is_none() && last_status.elapsed() >= Duration::from_millis(500) {
-            let line = status_line(&cfg, t0, &session);
+            let line = session
+                .numbers()
+                .status_line(cfg.dry_run, t0.elapsed().as_secs_f64());
             if tty {
                 eprint!("\r\x1b[2K{line}");
             } else {
@@ -755,38 +749,4 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         .finish(now(), &summary.stop_reason, serde_json::to_value(&summary)?)?;
     anyhow::ensure!(reflex_joined, "the reflex thread could not be joined");
     Ok(summary)
-}
-
-/// The terminal status line: armed state, subgoal, held inputs, sensors, frame health, verdicts.
-fn status_line(cfg: &AgentConfig, t0: Instant, session: &Session) -> String {
-    let n = session.numbers();
-    let sensors = if n.sensors.is_empty() {
-        "no sensors".to_string()
-    } else {
-        n.sensors
-            .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{k}={}",
-                    v.map(|v| format!("{v}")).unwrap_or_else(|| "undef".into())
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    format!(
-        "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | frame {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
-        if cfg.dry_run { "DRY RUN" } else { "ARMED" },
-        t0.elapsed().as_secs_f64(),
-        n.subgoal.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
-        n.deliberating,
-        n.held_inputs,
-        sensors,
-        n.health.as_str(),
-        n.confirmed,
-        n.refuted,
-        n.inconclusive,
-        n.rung,
-        n.tactical_calls,
-    )
 }
