@@ -90,7 +90,9 @@ fn worker_loop(config: A11yConfig, rx: Receiver<Request>, latest: Slot, done: Ar
             req = newer;
         }
         let start = Instant::now();
-        let result = match prober.as_mut() {
+        // A probe that panics loses that probe, not the worker: it is reported as this request's error and
+        // the connection is rebuilt on the next one (restarting is safe: it holds no input, issue 14).
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match prober.as_mut() {
             Some(p) => p.probe(&req.target, start),
             None => match Prober::connect(&config, start + config.limits.timeout) {
                 Ok(mut p) => {
@@ -100,7 +102,8 @@ fn worker_loop(config: A11yConfig, rx: Receiver<Request>, latest: Slot, done: Ar
                 }
                 Err(e) => Err(e),
             },
-        };
+        }))
+        .unwrap_or_else(|_| Err(A11yError::DBus("the accessibility probe panicked".into())));
         // A broken connection is rebuilt on the next request.
         if matches!(result, Err(A11yError::DBus(_))) {
             prober = None;

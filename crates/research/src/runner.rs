@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::config::ResearchConfig;
 use crate::error::ResearchError;
 use crate::log::{ResearchLog, ResearchLogEntry};
-use crate::research::{ResearchOutcome, ResearchRequest, Researcher};
+use crate::research::{ResearchOutcome, ResearchRequest, Researcher, UnavailableReason};
 use crate::synth::Synthesizer;
 
 /// Identifies a submitted request in its events and log records.
@@ -58,7 +58,21 @@ impl ResearchRunner {
                         return;
                     }
                     let mut log = ResearchLog::new();
-                    let outcome = researcher.run(id.0, &request, &mut log);
+                    // A panic loses this request, not the worker: it is reported as the request's
+                    // outcome and the next request runs (restarting research is safe, issue 14).
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        researcher.run(id.0, &request, &mut log)
+                    }))
+                    .unwrap_or_else(|p| {
+                        let detail = p
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "a panic without a message".into());
+                        ResearchOutcome::Unavailable(UnavailableReason::SearchFailed {
+                            error: ResearchError::WorkerPanicked { detail },
+                        })
+                    });
                     let event = ResearchEvent::Finished {
                         id,
                         outcome: Box::new(outcome),

@@ -929,3 +929,39 @@ fn fifty_failing_results_cost_at_most_max_fetch_attempts_fetches_and_log_records
     // request + search + one per fetch attempt + finished
     assert_eq!(log.entries().len(), 3 + limits.max_fetch_attempts);
 }
+
+/// A synthesizer that panics: the research worker must survive it (issue 14).
+struct PanickingSynthesizer;
+
+impl Synthesizer for PanickingSynthesizer {
+    fn name(&self) -> &str {
+        "panics"
+    }
+
+    fn synthesize(
+        &self,
+        _input: &gamepilot_research::SynthesisInput,
+    ) -> Result<gamepilot_research::Brief, ResearchError> {
+        panic!("synthesizer bug")
+    }
+}
+
+#[test]
+fn a_panic_in_research_synthesis_is_contained_and_the_worker_goes_on() {
+    // issue 14: no thread dies silently; research is restarted per request (safe: it holds no input)
+    let fx = Fixture::start(|_| paths(&["/guide"]));
+    let (mut runner, events) = ResearchRunner::spawn(config(&fx), Arc::new(PanickingSynthesizer)).unwrap();
+    for _ in 0..2 {
+        let id = runner.submit(ResearchRequest::deep(untangle_query())).unwrap();
+        let outcome = loop {
+            match events.recv_timeout(Duration::from_secs(20)).unwrap() {
+                ResearchEvent::Finished { id: got, outcome, .. } if got == id => break outcome,
+                _ => {}
+            }
+        };
+        // The synthesis thread's panic is caught: the brief falls back to the extractive synthesizer,
+        // and the worker serves the next request.
+        let brief = completed(*outcome).brief.expect("a brief");
+        assert_eq!(brief.synthesizer, "extractive, no model");
+    }
+}
