@@ -5,7 +5,7 @@
 
 use crate::ContextError;
 use gamepilot_core::action::{Action, MouseButton};
-use gamepilot_core::{ElementId, Point, Size};
+use gamepilot_core::{CoordSpace, ElementId, Point, Size};
 use serde_json::{json, Map, Value};
 
 /// One tool the model may call in a tactical reply.
@@ -167,18 +167,38 @@ pub fn tactical_schema(
     capture: Size,
     limits: &SchemaLimits,
 ) -> Result<Value, ContextError> {
-    if capture.w == 0 || capture.h == 0 {
+    tactical_schema_in(tools, marks, &CoordSpace::capture(capture), limits)
+}
+
+/// [`tactical_schema`] with coordinates in the model's convention (issue 15): pixels of the sent image,
+/// 0–1000, or fractions 0–1 (numbers), bounded by that space.
+pub fn tactical_schema_in(
+    tools: &ToolSet,
+    marks: &[ElementId],
+    space: &CoordSpace,
+    limits: &SchemaLimits,
+) -> Result<Value, ContextError> {
+    let capture = space.capture;
+    if capture.w == 0 || capture.h == 0 || space.image.w == 0 || space.image.h == 0 {
         return Err(ContextError::EmptyCapture {
-            w: capture.w,
-            h: capture.h,
+            w: capture.w.min(space.image.w),
+            h: capture.h.min(space.image.h),
         });
     }
     let mut ids: Vec<u32> = marks.iter().map(|m| m.0).collect();
     ids.sort_unstable();
     ids.dedup();
 
-    let x = json!({"type": "integer", "minimum": 0, "maximum": capture.w - 1});
-    let y = json!({"type": "integer", "minimum": 0, "maximum": capture.h - 1});
+    let (max_x, max_y, integer) = space.range();
+    let coord = |max: f64| {
+        if integer {
+            json!({"type": "integer", "minimum": 0, "maximum": max as i64})
+        } else {
+            json!({"type": "number", "minimum": 0, "maximum": max})
+        }
+    };
+    let x = coord(max_x);
+    let y = coord(max_y);
     let button = json!({"type": "string", "enum": ["left", "middle", "right"]});
     let duration = json!({"type": "integer", "minimum": 1, "maximum": limits.max_duration_ms});
     let key = json!({"type": "string", "minLength": 1, "maxLength": limits.max_key_chars});
@@ -330,6 +350,29 @@ impl TacticalReply {
     /// Validates `value` against `schema`, then converts it. Every failure is a named error.
     pub fn parse(value: &Value, schema: &Value) -> Result<TacticalReply, ContextError> {
         crate::validate(schema, value)?;
+        TacticalReply::convert(value)
+    }
+
+    /// [`TacticalReply::parse`] for a reply in `space`'s convention (issue 15): validated as the model
+    /// answered, then its points mapped into capture pixels (INV-GND-002: the transform chain takes them on).
+    pub fn parse_in(value: &Value, schema: &Value, space: &CoordSpace) -> Result<TacticalReply, ContextError> {
+        crate::validate(schema, value)?;
+        if space.convention == gamepilot_core::CoordConvention::CapturePixels {
+            return TacticalReply::convert(value);
+        }
+        let mut v = value.clone();
+        if let (Some(x), Some(y)) = (
+            v.get("x").and_then(Value::as_f64),
+            v.get("y").and_then(Value::as_f64),
+        ) {
+            let p = space.to_capture(x, y);
+            v["x"] = json!(p.x);
+            v["y"] = json!(p.y);
+        }
+        TacticalReply::convert(&v)
+    }
+
+    fn convert(value: &Value) -> Result<TacticalReply, ContextError> {
         let action = value.get("action").and_then(Value::as_str).unwrap_or("");
         let bad = |reason: String| ContextError::SchemaViolation {
             path: "$".into(),
@@ -677,5 +720,32 @@ mod tests {
             TacticalReply::parse(&json!({"action":"click_mark","mark":9}), &s),
             Err(ContextError::SchemaViolation { .. })
         ));
+    }
+
+    #[test]
+    fn a_reply_in_the_models_convention_lands_on_the_same_capture_point() {
+        // issue 15, INV-GND-002: image pixels, 0–1000 and fractions bound the schema and map back
+        use gamepilot_core::CoordConvention as C;
+        let tools = ToolSet::new(&[Tool::Click, Tool::Wait]).unwrap();
+        let (image, capture) = (Size::new(512, 288), Size::new(1280, 720));
+        for (conv, reply, too_far) in [
+            (C::ImagePixels, json!({"action":"click","x":256,"y":132}), json!({"action":"click","x":512,"y":0})),
+            (C::Normalized1000, json!({"action":"click","x":500,"y":460}), json!({"action":"click","x":1001,"y":0})),
+            (C::Fraction, json!({"action":"click","x":0.5,"y":0.46}), json!({"action":"click","x":1.5,"y":0})),
+        ] {
+            let space = CoordSpace::new(conv, image, capture);
+            let s = tactical_schema_in(&tools, &[], &space, &SchemaLimits::default()).unwrap();
+            match TacticalReply::parse_in(&reply, &s, &space).unwrap() {
+                TacticalReply::Act(Action::Click { x, y, .. }) => {
+                    assert!((x - 640).abs() <= 2 && (y - 331).abs() <= 2, "{conv:?}: ({x}, {y})")
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(TacticalReply::parse_in(&too_far, &s, &space).is_err(), "{conv:?}");
+        }
+        // Fractions are numbers; the others integers.
+        let space = CoordSpace::new(C::Fraction, image, capture);
+        let s = tactical_schema_in(&tools, &[], &space, &SchemaLimits::default()).unwrap();
+        assert!(canonical(&s).contains("\"type\": \"number\""));
     }
 }

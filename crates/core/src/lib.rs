@@ -3,6 +3,7 @@
 //! Nothing here touches X11, threads, sockets or the clock; every other crate may depend on it.
 
 pub mod action;
+pub mod coords;
 pub mod frame;
 pub mod geometry;
 pub mod ids;
@@ -11,6 +12,7 @@ pub mod time;
 pub mod transform;
 
 pub use action::{Action, InputEvent, Intention, MouseButton};
+pub use coords::{CoordConvention, CoordSpace, ModelFamily};
 pub use frame::{Frame, FrameView, PixelFormat};
 pub use geometry::{Point, Rect, Size};
 pub use ids::{ElementId, SubgoalId};

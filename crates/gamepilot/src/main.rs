@@ -76,5 +76,12 @@ fn main() {
             1
         }
     };
-    std::process::exit(code);
+    // `_exit` after flushing: a worker thread that a signal's stop did not wait for (the tactical thread
+    // inside OCR, issue 14) must not race the C libraries' exit-time destructors (onnxruntime's).
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit(2) ends the process at once; everything gamepilot writes was flushed or fsynced above
+    // (the recording is finished and synced before `run` returns).
+    unsafe { libc::_exit(code) }
 }

@@ -166,3 +166,39 @@ fn a_reflex_rate_or_heartbeat_bound_out_of_range_is_a_named_error() {
         assert!(err.contains(names), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_corrupted_multimodal_projector_is_refused_before_the_host_starts() {
+    // issue 15, FR-MODEL-005: --mmproj is verified like the weights; a bad digest names the file
+    use sha2::Digest as _;
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.gguf");
+    let proj = dir.path().join("mmproj.gguf");
+    std::fs::write(&model, b"GGUF\x03\0\0\0 a stand-in model").unwrap();
+    std::fs::write(&proj, b"GGUF\x03\0\0\0 a projector, one byte changed").unwrap();
+    let hex = |b: &[u8]| {
+        sha2::Sha256::digest(b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect::<String>()
+    };
+    let good_model = hex(&std::fs::read(&model).unwrap());
+    let claimed = hex(b"GGUF\x03\0\0\0 a projector, as published");
+    let out = gamepilot()
+        .args(["bench", "model", "--server", "/nonexistent/llama-server"])
+        .arg("--model")
+        .arg(&model)
+        .args(["--sha256", &good_model])
+        .arg("--mmproj")
+        .arg(&proj)
+        .args(["--mmproj-sha256", &claimed])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("mmproj.gguf") && err.contains("failed SHA-256 verification"),
+        "names the projector and the integrity failure: {err}"
+    );
+    assert!(!err.contains("cannot be started"), "refused before looking for the server: {err}");
+}

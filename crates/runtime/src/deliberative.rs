@@ -2,7 +2,7 @@
 //! postconditions are sensor expressions (FR-LOOP-004). Runs on its own thread, concurrently with the
 //! tactical and reflex cadences, which keep acting on the previous plan (NFR-LOOP-001).
 
-use gamepilot_context::{Cadence, Context, ObservationText};
+use gamepilot_context::{Cadence, Context, ImagePart, ObservationText};
 use gamepilot_core::MonoTime;
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_planner::PlanSpec;
@@ -17,6 +17,8 @@ pub struct DeliberationRequest {
     pub now: MonoTime,
     /// The first subgoal id this pass may use (ids are never reused within a session).
     pub first_id: u32,
+    /// The latest marked screenshot at the deliberative budget, for a model that sees images (issue 15).
+    pub image: Option<ImagePart>,
 }
 
 pub struct DeliberationResult {
@@ -44,7 +46,7 @@ pub fn deliberate(
             req.now,
             format!("{}\nDeliberation trigger: {}", req.observation, req.trigger),
         ),
-        None,
+        req.image.clone(),
     );
     let chat = ChatRequest::from_prompt(model, &prompt, 256);
     let prompt_json = chat.body();

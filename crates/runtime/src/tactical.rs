@@ -7,10 +7,10 @@ use crate::now;
 use crate::refine;
 use crate::RuntimeError;
 use gamepilot_context::{
-    localise_schema, parse_localise, tactical_schema, Cadence, ImagePart, ObservationText, SchemaLimits,
-    TacticalReply, ToolSet,
+    localise_schema, parse_localise, tactical_schema, tactical_schema_in, Cadence, ImagePart, ObservationText,
+    SchemaLimits, TacticalReply, ToolSet,
 };
-use gamepilot_core::{ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
+use gamepilot_core::{CoordConvention, CoordSpace, ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient, ModelError};
 use gamepilot_session::{
     observation_for_model, FailureKind, ModelReply, TacticalFailure, TacticalJob, TacticalOutcome,
@@ -160,6 +160,10 @@ pub fn run(
             gamepilot_model::budget::encode_for_budget(&v, pixels).ok()
         };
         let mut refinement = None;
+        let capture = Size::new(frame.width, frame.height);
+        // The two-stage path maps its crop's coordinates itself; a single call answers in `space`.
+        let mut space = CoordSpace::capture(capture);
+        let mut model_observation_text = None;
         let outcome: Result<(serde_json::Value, ModelCall), TacticalFailure> = if req.two_stage {
             // FR-GND-005: the cheap pass localises over the whole frame downscaled (a quarter of the
             // visual budget), the expensive pass acts on the magnified crop around its point.
@@ -232,28 +236,41 @@ pub fn run(
                 Ok((schema, second))
             })()
         } else {
-            tactical_schema(
-                tools,
-                &present,
-                Size::new(frame.width, frame.height),
-                &setup.limits,
-            )
-            .map_err(|e| other_failure(FailureKind::Host, e.to_string()))
-            .map(|schema| {
-                let image = req
-                    .with_image
-                    .then(|| image_of(marked.as_ref(), &view, req.visual_pixels))
-                    .flatten();
-                let c = call(observation_text.clone(), image, &schema);
-                (schema, c)
-            })
+            // Issue 15: the image is encoded first, at the visual budget; a model that sees it answers in
+            // its family's convention over the image actually sent, and the observation's boxes are written
+            // in the same numbers.
+            let image = req
+                .with_image
+                .then(|| image_of(marked.as_ref(), &view, req.visual_pixels))
+                .flatten();
+            if let Some(img) = &image {
+                space = CoordSpace::new(req.coords, Size::new(img.width, img.height), capture);
+            }
+            let text = if space.convention == CoordConvention::CapturePixels {
+                observation_text.clone()
+            } else {
+                let scaled = refine::cheap_observation(&observation, space.text_size());
+                let t = observation_for_model(
+                    &format!("{}\n{}", space.describe(), scaled.to_text()),
+                    req.health,
+                    req.observation_max_bytes,
+                );
+                model_observation_text = Some(t.clone());
+                t
+            };
+            tactical_schema_in(tools, &present, &space, &setup.limits)
+                .map_err(|e| other_failure(FailureKind::Host, e.to_string()))
+                .map(|schema| {
+                    let c = call(text, image, &schema);
+                    (schema, c)
+                })
         };
         let mut result = TacticalResult {
             outcome: TacticalOutcome {
                 tick: req.tick,
                 started,
                 observation,
-                observation_text,
+                observation_text: model_observation_text.unwrap_or(observation_text),
                 crop: None,
                 reply: Err(other_failure(FailureKind::Host, String::new())),
             },
@@ -285,7 +302,7 @@ pub fn run(
                     Err(e) => Err(failure_of(&e, localise.0)),
                     Ok(r) => {
                         let t = &r.reply.timings;
-                        let parsed = TacticalReply::parse(&r.value, &schema)
+                        let parsed = TacticalReply::parse_in(&r.value, &schema, &space)
                             .map_err(|e| other_failure(FailureKind::SchemaBroken, e.to_string()));
                         let parsed = match (&refinement, parsed) {
                             (Some(rf), Ok(p)) => rf

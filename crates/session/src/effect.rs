@@ -70,6 +70,9 @@ pub struct TacticalJob {
     pub two_stage: bool,
     pub with_image: bool,
     pub visual_pixels: u64,
+    /// How the model answers coordinates when it sees the image (issue 15); capture pixels otherwise.
+    #[serde(default, skip_serializing_if = "is_capture_pixels")]
+    pub coords: gamepilot_core::CoordConvention,
     /// The observation text is cut to this many bytes before it enters the prompt.
     pub observation_max_bytes: usize,
     /// The transform-chain generation when the tick started; its actions are grounded in it.
@@ -77,6 +80,10 @@ pub struct TacticalJob {
     /// The frame's health when the tick started (FR-PERC-009): a black, frozen or occluded frame is
     /// named in the observation the model reads.
     pub health: FrameHealth,
+}
+
+fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {
+    *c == gamepilot_core::CoordConvention::CapturePixels
 }
 
 impl fmt::Debug for TacticalJob {

@@ -76,6 +76,9 @@ pub struct SessionConfig {
     /// takes degrees (`camera_degrees`) instead of relative counts (FR-ACT-004).
     #[serde(default)]
     pub camera_calibrated: bool,
+    /// The coordinate convention of the model's family when it sees images (issue 15).
+    #[serde(default)]
+    pub coord_convention: gamepilot_core::CoordConvention,
 }
 
 impl Default for SessionConfig {
@@ -95,6 +98,7 @@ impl Default for SessionConfig {
             research_excerpt_max_bytes: 600,
             image_tokens: 256,
             camera_calibrated: false,
+            coord_convention: gamepilot_core::CoordConvention::CapturePixels,
         }
     }
 }
@@ -935,6 +939,11 @@ impl Session {
             two_stage: path == Some(GroundingPath::TwoStage),
             with_image: self.cfg.with_image,
             visual_pixels: self.cfg.visual_pixels,
+            coords: if self.cfg.with_image {
+                self.cfg.coord_convention
+            } else {
+                gamepilot_core::CoordConvention::CapturePixels
+            },
             observation_max_bytes: self.cfg.observation_max_bytes,
             generation: self.generation,
             health: self.health,

@@ -42,6 +42,10 @@ pub struct AgentConfig {
     pub client: HostClient,
     pub model_name: String,
     pub vision: bool,
+    /// How the model answers coordinates over the image it sees (issue 15).
+    pub coord_convention: gamepilot_core::CoordConvention,
+    /// Pixels of the deliberative pass's image (FR-MODEL-002); the tactical budget is `tactical_pixels`.
+    pub deliberative_pixels: u64,
     pub exec: ExecutorConfig,
     pub panic: Chord,
     pub stale_ms: u64,
@@ -167,6 +171,7 @@ fn session_config(cfg: &AgentConfig, post: &Postconditions) -> SessionConfig {
         visual_pixels: cfg.tactical_pixels,
         context_tokens: cfg.context_tokens,
         camera_calibrated: cfg.reflex.camera.is_some(),
+        coord_convention: cfg.coord_convention,
         ..SessionConfig::default()
     }
 }
@@ -184,6 +189,8 @@ struct Wiring<'a> {
     post: Postconditions,
     post_exprs: Vec<Expression>,
     cancel: CancelToken,
+    /// The latest marked screenshot, for the deliberative pass's image (issue 15).
+    last_marked: Option<gamepilot_core::Frame>,
 }
 
 impl Wiring<'_> {
@@ -259,6 +266,10 @@ impl Wiring<'_> {
                     observation: job.observation,
                     now: t,
                     first_id: job.first_id,
+                    // FR-MODEL-002: the deliberative budget, the image as the last content part.
+                    image: self.last_marked.as_ref().filter(|_| self.cfg.vision).and_then(|f| {
+                        gamepilot_model::budget::encode_for_budget(&f.view(), self.cfg.deliberative_pixels).ok()
+                    }),
                 };
                 let (client, model, post, tx, cancel) = (
                     self.cfg.client.clone(),
@@ -397,6 +408,7 @@ impl Wiring<'_> {
         if let Some(m) = r.marked.as_ref() {
             if let Some(mf) = gamepilot_core::Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), t) {
                 self.rec.frame(t, &mf.view(), true, scene)?;
+                self.last_marked = Some(mf);
             }
         }
         self.rec.record(
@@ -579,6 +591,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         post,
         post_exprs,
         cancel: cancel.clone(),
+        last_marked: None,
     };
     let tty = std::io::stderr().is_terminal();
     let mut feed = ReflexFeed::new(6);
@@ -702,9 +715,11 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
             }
         }
     }
-    // The tactical thread may be inside OCR or a model call: it is cancelled and given a bounded time
-    // (a signal's stop must finish within 2 s, issue 14); a thread still busy then ends with the process.
-    let tactical_deadline = Instant::now() + Duration::from_millis(1500);
+    // The tactical thread may be inside OCR or a model call: it is cancelled; after a signal it is given
+    // a bounded time (the stop must finish within 2 s, issue 14) and a thread still busy then ends with
+    // the process; otherwise it is waited for.
+    let wait = if by_signal.is_some() { 1_500 } else { 60_000 };
+    let tactical_deadline = Instant::now() + Duration::from_millis(wait);
     while !tactical_thread.is_finished() && Instant::now() < tactical_deadline {
         std::thread::sleep(Duration::from_millis(10));
     }

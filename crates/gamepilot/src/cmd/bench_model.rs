@@ -32,6 +32,12 @@ pub struct BenchArgs {
     /// Expected SHA-256 of --model.
     #[arg(long)]
     pub sha256: Option<String>,
+    /// A vision model's multimodal projector for the started host (issue 15); verified like the weights.
+    #[arg(long, requires = "mmproj_sha256")]
+    pub mmproj: Option<PathBuf>,
+    /// Expected SHA-256 of --mmproj.
+    #[arg(long, requires = "mmproj")]
+    pub mmproj_sha256: Option<String>,
     /// Context size of the started host.
     #[arg(long, default_value_t = 4096)]
     pub ctx: u32,
@@ -76,6 +82,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
                 }
             };
             let mut spec = LaunchSpec::new(bin, model);
+            if let (Some(p), Some(d)) = (&args.mmproj, &args.mmproj_sha256) {
+                spec.mmproj = Some(WeightsSpec::new(p.clone(), d));
+            }
             spec.ctx_size = args.ctx;
             spec.threads = args.threads;
             let started = Instant::now();

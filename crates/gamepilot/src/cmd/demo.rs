@@ -88,6 +88,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         client,
         model_name: args.model.model_name.clone(),
         vision: caps.vision == Some(true),
+        coord_convention: gamepilot_core::CoordConvention::CapturePixels,
+        deliberative_pixels: 1024 * 576,
         exec,
         panic,
         stale_ms: limits.stale_ms,

@@ -6,7 +6,8 @@ use super::common::WindowArgs;
 use crate::agent::{self, AgentConfig, Summary};
 use anyhow::Context as _;
 use gamepilot_grounding::GroundingPath;
-use gamepilot_model::{HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec};
+use gamepilot_core::ModelFamily;
+use gamepilot_model::{Capabilities, HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec};
 use gamepilot_planner::{LoopConfig, SignalConfig};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,6 +23,12 @@ pub struct ModelArgs {
     /// The GGUF's SHA-256; verified before loading (FR-MODEL-005).
     #[arg(long, requires = "model")]
     pub model_sha256: Option<String>,
+    /// A vision model's multimodal projector (GGUF) for the llama-server gamepilot starts (issue 15).
+    #[arg(long, requires = "mmproj_sha256")]
+    pub mmproj: Option<PathBuf>,
+    /// The projector's SHA-256; verified before the host starts, like the weights (FR-MODEL-005).
+    #[arg(long, requires = "mmproj")]
+    pub mmproj_sha256: Option<String>,
     /// The llama-server binary (default: the one scripts/setup-llama.sh built).
     #[arg(long)]
     pub llama_server: Option<PathBuf>,
@@ -61,21 +68,102 @@ impl ModelArgs {
             .llama_server
             .clone()
             .unwrap_or_else(gamepilot_model::cache::server_bin);
-        anyhow::ensure!(
-            bin.is_file(),
-            "llama-server not found at {}; run scripts/setup-llama.sh or pass --model-endpoint",
-            bin.display()
-        );
         // Two slots, one per cadence: tactical and deliberative prompts differ from block 1 on, and with one
         // slot each call would evict the other's cached prefix (FR-CTX-002). Two threads with a passive
         // OpenMP wait policy (set by the launcher) leave the reflex thread its core when idle.
+        // The launcher verifies the weights and the projector before it looks for the server binary.
         let mut launch = LaunchSpec::new(bin, spec);
+        launch.mmproj = match (&self.mmproj, &self.mmproj_sha256) {
+            (Some(p), Some(sha)) => Some(WeightsSpec::new(p, sha)),
+            _ => None,
+        };
         launch.ctx_size = 8192;
         launch.threads = self.threads;
         launch.extra_args = vec!["--parallel".into(), "2".into()];
         let host = LocalHost::start(launch).context("starting the model host")?;
         let client = host.client(timeouts)?;
         Ok((client, Some(host)))
+    }
+}
+
+/// Whether the marked screenshot is sent (issue 15).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ImageChoice {
+    /// When the host says its model sees images.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// The vision model (issue 15, FR-MODEL-002): what it is sent and how it answers coordinates.
+#[derive(clap::Args, Debug, Clone)]
+pub struct VisionArgs {
+    /// Send the marked screenshot: auto (when the host says its model sees images), always, never.
+    #[arg(long, value_enum, default_value_t = ImageChoice::Auto)]
+    pub image: ImageChoice,
+    /// The model's family, for its coordinate convention and image limit (docs/models.md): auto detects
+    /// it from the model's name; text, qwen2.5-vl, ui-tars, qwen2-vl, cogagent, gemma3, llama3.2-vision,
+    /// minicpm-v, other-vision.
+    #[arg(long, default_value = "auto")]
+    pub model_family: String,
+    /// Pixels of one tactical image (the visual budget), capped by the family's limit.
+    #[arg(long, default_value_t = 512 * 288)]
+    pub tactical_pixels: u64,
+    /// Pixels of one deliberative image, capped by the family's limit.
+    #[arg(long, default_value_t = 1024 * 576)]
+    pub deliberative_pixels: u64,
+}
+
+/// What the session sends a model and how it reads its points, decided once at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VisionPlan {
+    pub image: bool,
+    pub family: ModelFamily,
+    pub tactical_pixels: u64,
+    pub deliberative_pixels: u64,
+}
+
+impl VisionArgs {
+    /// Decide from the host's probe and the model's name; says on stderr what was decided and why.
+    pub fn plan(&self, caps: &Capabilities, model_name: &str) -> anyhow::Result<VisionPlan> {
+        let named = [caps.model_path.as_deref(), Some(model_name)];
+        let detected = named.iter().flatten().find_map(|n| ModelFamily::detect(n));
+        let image = match self.image {
+            ImageChoice::Always => true,
+            ImageChoice::Never => false,
+            ImageChoice::Auto => caps.vision == Some(true),
+        };
+        let family = match self.model_family.as_str() {
+            "auto" if !image => ModelFamily::Text,
+            "auto" => detected.unwrap_or(ModelFamily::OtherVision),
+            name => ModelFamily::from_name(name)
+                .with_context(|| format!("--model-family {name:?}: not a known family (docs/models.md)"))?,
+        };
+        anyhow::ensure!(
+            self.tactical_pixels >= 64 * 36 && self.deliberative_pixels >= self.tactical_pixels,
+            "--tactical-pixels {} / --deliberative-pixels {}: at least 2304, and deliberative at least tactical",
+            self.tactical_pixels,
+            self.deliberative_pixels
+        );
+        let cap = |p: u64| if image { p.min(family.max_image_pixels().max(64 * 36)) } else { p };
+        let plan = VisionPlan {
+            image,
+            family,
+            tactical_pixels: cap(self.tactical_pixels),
+            deliberative_pixels: cap(self.deliberative_pixels),
+        };
+        eprintln!(
+            "model: sees images: {} ({:?}: host says {:?}); family {} ({:?} coordinates); image budget {} / {} px",
+            if image { "yes" } else { "no" },
+            self.image,
+            caps.vision,
+            family.name(),
+            family.convention(),
+            plan.tactical_pixels,
+            plan.deliberative_pixels
+        );
+        Ok(plan)
     }
 }
 
@@ -179,9 +267,8 @@ pub struct Args {
     /// Minimum time between tactical ticks, in ms.
     #[arg(long, default_value_t = 500)]
     pub tactical_interval_ms: u64,
-    /// Send the marked image to the model (needs a vision host); default: when the host says it can.
-    #[arg(long)]
-    pub image: Option<bool>,
+    #[command(flatten)]
+    pub vision: VisionArgs,
     /// Nobody is at the terminal: destructive actions are asked about on the overlay only, not also at the
     /// terminal.
     #[arg(long)]
@@ -378,7 +465,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     )?;
     let (client, host) = args.model.connect()?;
     let caps = client.probe().context("probing the model host")?;
-    let vision = args.image.unwrap_or(caps.vision == Some(true));
+    let vision = args.vision.plan(&caps, &args.model.model_name)?;
+    let mut wiring = wiring;
+    wiring.extras.notes.push(format!("model host probe: {caps:?}; {vision:?}"));
     let loop_cfg = LoopConfig {
         session_max_ms: args.limits.session_budget_s * 1000,
         session_max_actions: args.max_actions,
@@ -398,7 +487,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         sensors_src,
         client,
         model_name: args.model.model_name.clone(),
-        vision,
+        vision: vision.image,
+        coord_convention: vision.family.convention(),
+        deliberative_pixels: vision.deliberative_pixels,
         exec,
         panic,
         stale_ms: args.limits.stale_ms,
@@ -407,7 +498,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         record_dir: args.record.clone().unwrap_or_else(default_record_dir),
         loop_cfg,
         tactical_interval_ms: args.tactical_interval_ms,
-        tactical_pixels: 512 * 288,
+        tactical_pixels: vision.tactical_pixels,
         context_tokens: caps
             .n_ctx
             .map(|n| n.min(u64::from(u32::MAX)) as u32)

@@ -1,0 +1,179 @@
+//! `gamepilot run` with a model that sees images (issue 15), under Xvfb on the practice game, against the
+//! testbed's scripted host advertising vision: the tactical and deliberative requests carry the marked
+//! screenshot as the last content part within their visual budgets, the marks are visible in it, and with
+//! each coordinate convention (image pixels, 0–1000, fractions) a reply pointing at the "Play" button's
+//! centre in the image the model was sent lands on it — the game's own state shows the menu left for play.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
+use gamepilot_core::{CoordConvention, CoordSpace, Point, Size};
+use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use practice_arena::game::{layout, Screen, Toggles};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+const TACTICAL_PIXELS: u64 = 480 * 270;
+const DELIBERATIVE_PIXELS: u64 = 800 * 450;
+
+fn plan_reply(req: &ChatRequest) -> Reply {
+    let offered: Vec<Value> = req
+        .schema()
+        .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let pick = offered
+        .iter()
+        .find(|p| p.as_str().is_some_and(|p| p.contains("coins")))
+        .cloned()
+        .unwrap_or(json!("coins >= 1"));
+    Reply::json(&json!({"subgoals": [
+        {"description": "start the game, then collect a coin", "postcondition": pick, "max_actions": 10, "max_time_s": 120}
+    ]}))
+}
+
+/// The size of the image when it is the last content part of the last message.
+fn last_part_image(req: &ChatRequest) -> Option<Size> {
+    let last = req.messages().last()?.get("content")?.as_array()?.last()?.clone();
+    last.pointer("/image_url/url")?;
+    let bytes = req.images().ok()?.pop()?.bytes;
+    let img = image::load_from_memory(&bytes).ok()?;
+    Some(Size::new(img.width(), img.height()))
+}
+
+/// Pixels close to a mark colour (white left out: the game draws white text).
+fn mark_coloured(img: &image::RgbaImage) -> usize {
+    img.pixels()
+        .filter(|p| {
+            gamepilot_vision::MARK_PALETTE
+                .iter()
+                .filter(|c| **c != [255, 255, 255])
+                .any(|c| (0..3).all(|i| (p.0[i] as i32 - c[i] as i32).abs() <= 24))
+        })
+        .count()
+}
+
+fn clicks_play_in(family: &str, convention: CoordConvention) {
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    let g = arena.window.geometry;
+    let capture = Size::new(g.w, g.h);
+    let play = layout(
+        Screen::Menu,
+        g.w as i32,
+        g.h as i32,
+        &Toggles {
+            sound: true,
+            grid: false,
+            invert_pitch: false,
+        },
+    )
+    .into_iter()
+    .find(|b| b.label == "Play")
+    .unwrap()
+    .rect;
+    let centre = Point::new(play.x + play.w as i32 / 2, play.y + play.h as i32 / 2);
+    let host = ScriptedHost::start(HostConfig::new().vision(true), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return plan_reply(req);
+        }
+        let Some(image) = last_part_image(req) else {
+            return Reply::json(&json!({"action": "wait", "duration_ms": 300}));
+        };
+        // The model's answer: the Play button's centre in the image it was sent, in its convention.
+        let (x, y) = CoordSpace::new(convention, image, capture).from_capture(centre);
+        match convention {
+            CoordConvention::Fraction => Reply::json(&json!({"action": "click", "x": x, "y": y})),
+            _ => Reply::json(&json!({"action": "click", "x": x as i64, "y": y as i64})),
+        }
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let sensors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gamepilot"));
+    c.args(["run", "--display", &bed.display])
+        .args(["--window", &format!("0x{:x}", arena.window.id)])
+        .args(["--goal", "Click Play, then collect a coin.", "--goal-check", "coins >= 1"])
+        .arg("--sensors")
+        .arg(&sensors)
+        .args(["--model-endpoint", &host.base_url()])
+        .args(["--max-actions", "3", "--session-budget-s", "60"])
+        .args(["--unattended", "--tactical-interval-ms", "100", "--grounding", "coordinate"])
+        .args(["--model-family", family])
+        .args(["--tactical-pixels", &TACTICAL_PIXELS.to_string()])
+        .args(["--deliberative-pixels", &DELIBERATIVE_PIXELS.to_string()])
+        .arg("--record")
+        .arg(&rec);
+    let mut child = c.spawn().unwrap();
+    let state = arena.wait_for(Duration::from_secs(60), |s| s["screen"] == "play");
+    // The session goes on to its action budget (a replan on the new scene sends its own image).
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let state = state.unwrap_or_else(|e| panic!("{family}: the click did not land on Play: {e}"));
+    assert_eq!(state["screen"], "play");
+
+    // What the model was sent: the marked screenshot as the last part, within each cadence's budget.
+    let chats = host.chat_requests();
+    let tactical: Vec<&ChatRequest> = chats
+        .iter()
+        .filter(|r| !r.system_text().contains("deliberative planner"))
+        .collect();
+    let first = tactical.first().expect("a tactical call");
+    let size = last_part_image(first).expect("the tactical request ends with the image");
+    assert!(size.area() <= TACTICAL_PIXELS && size.area() > TACTICAL_PIXELS * 9 / 10, "{size:?}");
+    assert!(
+        ((size.w as f64 / size.h as f64) - (capture.w as f64 / capture.h as f64)).abs() < 0.02,
+        "aspect kept: {size:?} for {capture:?}"
+    );
+    let prompt = first.prompt_text();
+    assert!(prompt.contains("Coordinates:"), "the convention is stated:\n{prompt}");
+    if family == "qwen2.5-vl" {
+        // The marks are drawn on the image the model sees (the game's own frame has no mark colours).
+        let sent = first.images().unwrap().pop().unwrap();
+        let sent = image::load_from_memory(&sent.bytes).unwrap().to_rgba8();
+        arena.request_dump().unwrap();
+        let own = image::open(&arena.frame_file).unwrap().to_rgba8();
+        let own = image::imageops::resize(&own, sent.width(), sent.height(), image::imageops::FilterType::Triangle);
+        let (marked, plain) = (mark_coloured(&sent), mark_coloured(&own));
+        assert!(marked > plain + 50, "marks visible: {marked} mark-coloured pixels vs {plain} in the game's frame");
+        eprintln!("figures: tactical image {size:?} ({} px of {TACTICAL_PIXELS}); {marked} mark-coloured pixels vs {plain}", size.area());
+    }
+    // A deliberative pass after the first tactical tick carries its own, larger image.
+    let delib: Vec<Size> = host
+        .chat_requests()
+        .iter()
+        .filter(|r| r.system_text().contains("deliberative planner"))
+        .filter_map(last_part_image)
+        .collect();
+    if let Some(d) = delib.first() {
+        assert!(d.area() <= DELIBERATIVE_PIXELS && d.area() > TACTICAL_PIXELS, "{d:?}");
+        eprintln!("figures: {family}: deliberative image {d:?}");
+    } else {
+        panic!("{family}: no deliberative request carried an image ({} calls)", host.chat_requests().len());
+    }
+}
+
+#[test]
+fn qwen25_vl_answers_in_pixels_of_the_sent_image() {
+    // issue 15, FR-MODEL-002, FR-CTX-001, INV-GND-002
+    clicks_play_in("qwen2.5-vl", CoordConvention::ImagePixels);
+}
+
+#[test]
+fn ui_tars_answers_in_thousandths() {
+    // issue 15, INV-GND-002
+    clicks_play_in("ui-tars", CoordConvention::Normalized1000);
+}
+
+#[test]
+fn a_family_without_a_trained_convention_answers_in_fractions() {
+    // issue 15, INV-GND-002
+    clicks_play_in("gemma3", CoordConvention::Fraction);
+}
