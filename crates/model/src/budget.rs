@@ -181,8 +181,7 @@ mod tests {
         let b = VisualBudget::new(64 * 36, 160 * 90).unwrap();
         let mut caps = crate::client::Capabilities {
             vision: Some(true),
-            n_ctx: None,
-            model_path: None,
+            ..Default::default()
         };
         let t = image_for_host(&caps, &frame, Cadence::Tactical, &b)
             .unwrap()

@@ -1,12 +1,16 @@
 //! The chat-completions client for any OpenAI-compatible host (llama.cpp server, vLLM, SGLang, Ollama,
-//! LM Studio): timeouts, cancellation, named errors, the capability probe, and schema-constrained calls
-//! whose broken reply is retried once with the violation fed back, then reported. Every body is read with
-//! a size limit ([`MAX_REPLY_BYTES`] by default, [`HostClient::with_reply_limit`]): a host that streams
-//! without end is a named error ([`ModelError::ReplyTooLarge`]), never an unbounded allocation.
+//! LM Studio): timeouts, cancellation, named errors, the capability probe that tells the host's kind
+//! ([`HostKind`], see [`crate::host_kind`]), and schema-constrained calls whose schema travels in the
+//! fields that host kind reads ([`HostClient::with_kind`]) and whose broken reply is retried once with
+//! the violation fed back, then reported. Every body is read with a size limit ([`MAX_REPLY_BYTES`] by
+//! default, [`HostClient::with_reply_limit`]): a host that streams without end is a named error
+//! ([`ModelError::ReplyTooLarge`]), never an unbounded allocation.
 
 use crate::cancel::CancelToken;
+use crate::host_kind::HostKind;
 use crate::wire::{ChatReply, ChatRequest};
 use crate::ModelError;
+use serde::Serialize;
 use serde_json::Value;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -28,15 +32,42 @@ impl Default for HostTimeouts {
     }
 }
 
-/// What a host says it can do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a host says it can do, and how each figure was decided (never guessed: a figure the host does
+/// not report is `None`, and its `*_source` says so).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Capabilities {
-    /// `Some(true)` when the host takes images (llama.cpp: `GET /props` → `modalities.vision`);
+    /// Which kind of host answered (see [`crate::host_kind::host_kind_table`]).
+    pub kind: HostKind,
+    /// `Some(true)` when the host says the model takes images, `Some(false)` when it says it does not;
     /// `None` when the host does not say (send text only, or ask the user).
     pub vision: Option<bool>,
-    /// The context size of one slot, when reported.
+    /// How `vision` was decided, in words (e.g. "llama.cpp /props modalities.vision",
+    /// "Ollama /api/show capabilities", "LM Studio /api/v0/models type=vlm", "vLLM does not say").
+    pub vision_source: String,
+    /// The context size in tokens, when reported (llama.cpp: of one slot).
     pub n_ctx: Option<u64>,
+    /// Where `n_ctx` came from, in words (e.g. "vLLM /v1/models max_model_len").
+    pub n_ctx_source: String,
+    /// The weights the host loaded, when it says (llama.cpp `model_path`, vLLM `root`).
     pub model_path: Option<String>,
+    /// The `/v1/models` id the figures are about: the one named in [`HostClient::probe_for`], or the
+    /// first listed for [`HostClient::probe`]; `None` when not listed.
+    pub model_id: Option<String>,
+}
+
+impl Default for Capabilities {
+    /// An unknown host that says nothing.
+    fn default() -> Self {
+        Capabilities {
+            kind: HostKind::Unknown,
+            vision: None,
+            vision_source: "the host kind is unknown, so nothing says".into(),
+            n_ctx: None,
+            n_ctx_source: "the host kind is unknown, so nothing says".into(),
+            model_path: None,
+            model_id: None,
+        }
+    }
 }
 
 /// A reply that validated against its schema.
@@ -44,14 +75,20 @@ pub struct Capabilities {
 pub struct StructuredReply {
     pub value: Value,
     pub reply: ChatReply,
-    /// 1, or 2 when the first reply broke the schema and the retry succeeded.
+    /// Calls made: 1, or 2 when the first reply broke the schema and the retry succeeded. Always
+    /// `calls.len()`, and `violations.len() + 1`.
     pub attempts: u32,
     /// Every call's reply (for timings and the recording), in order.
     pub calls: Vec<ChatReply>,
+    /// Why each rejected reply was rejected, in order (empty when the first reply validated).
+    pub violations: Vec<String>,
 }
 
 /// The largest reply body read by default (a chat completion is a few KiB; a `/props` a few hundred).
 pub const MAX_REPLY_BYTES: u64 = 8 << 20;
+/// The default bound of each metadata request of the probe (the probe makes at most four; see
+/// [`crate::host_kind`]).
+pub const PROBE_STEP_TIMEOUT: Duration = Duration::from_secs(2);
 /// How much of an error body is read (it is cut to 600 characters for the message anyway).
 const MAX_ERROR_BODY_BYTES: u64 = 64 << 10;
 
@@ -62,6 +99,16 @@ pub struct HostClient {
     timeouts: HostTimeouts,
     agent: ureq::Agent,
     reply_limit: u64,
+    kind: HostKind,
+    probe_timeout: Duration,
+}
+
+/// One metadata answer of the probe.
+pub(crate) enum Meta {
+    /// A 2xx with a JSON body.
+    Json(Value),
+    /// "Not here": a 4xx, or a 2xx that is not JSON; the words say which.
+    Absent(String),
 }
 
 /// Reads at most `limit` bytes of a body; more is [`ModelError::ReplyTooLarge`].
@@ -114,7 +161,32 @@ impl HostClient {
             timeouts,
             agent,
             reply_limit: MAX_REPLY_BYTES,
+            kind: HostKind::Unknown,
+            probe_timeout: PROBE_STEP_TIMEOUT,
         })
+    }
+
+    /// The same client sending reply schemas in the fields `kind` reads (from
+    /// [`Capabilities::kind`]; the default is [`HostKind::Unknown`]: OpenAI `response_format` only).
+    pub fn with_kind(mut self, kind: HostKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    pub fn kind(&self) -> HostKind {
+        self.kind
+    }
+
+    /// The same client with another bound on each metadata request of the probe (at least 10 ms; the
+    /// call timeout bounds it too).
+    pub fn with_probe_timeout(mut self, step: Duration) -> Self {
+        self.probe_timeout = step.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The bound of each metadata request of the probe.
+    pub fn probe_timeout(&self) -> Duration {
+        self.probe_timeout.min(self.timeouts.call)
     }
 
     /// The same client with another reply size limit (bytes, at least 1 KiB).
@@ -136,6 +208,11 @@ impl HostClient {
     }
 
     fn map_err(&self, url: &str, e: ureq::Error) -> ModelError {
+        self.map_err_within(url, e, self.timeouts.call)
+    }
+
+    /// Maps a ureq error; `limit` is the timeout the request ran under (for the message).
+    fn map_err_within(&self, url: &str, e: ureq::Error, limit: Duration) -> ModelError {
         match e {
             ureq::Error::Status(status, resp) => {
                 let raw = read_bounded(url, resp, MAX_ERROR_BODY_BYTES).unwrap_or_default();
@@ -164,7 +241,7 @@ impl HostClient {
                     ureq::ErrorKind::Io if detail.contains("timed out") || detail.contains("WouldBlock") => {
                         ModelError::Timeout {
                             url: url.to_string(),
-                            timeout_ms: self.timeouts.call.as_millis() as u64,
+                            timeout_ms: limit.as_millis() as u64,
                         }
                     }
                     _ => ModelError::Transport {
@@ -176,10 +253,29 @@ impl HostClient {
         }
     }
 
-    fn get_json(&self, path: &str) -> Result<Value, ModelError> {
+    /// One metadata request of the probe (`GET`, or `POST` with `body`), bounded by
+    /// [`HostClient::probe_timeout`]. 4xx or a non-JSON 2xx: [`Meta::Absent`]; unreachable, timeout,
+    /// 5xx or an oversized body: the error.
+    pub(crate) fn meta(&self, path: &str, body: Option<&Value>) -> Result<Meta, ModelError> {
         let url = format!("{}{}", self.base_url, path);
-        let resp = self.agent.get(&url).call().map_err(|e| self.map_err(&url, e))?;
-        read_json(&url, resp, self.reply_limit)
+        let limit = self.probe_timeout();
+        let r = match body {
+            None => self.agent.get(&url).timeout(limit).call(),
+            Some(b) => self.agent.post(&url).timeout(limit).send_json(b.clone()),
+        };
+        match r {
+            Ok(resp) => match read_json(&url, resp, self.reply_limit) {
+                Ok(v) => Ok(Meta::Json(v)),
+                Err(ModelError::Protocol { detail, .. }) => Ok(Meta::Absent(detail)),
+                Err(e) => Err(e),
+            },
+            Err(e) => match self.map_err_within(&url, e, limit) {
+                ModelError::Http { status, body, .. } if status < 500 => {
+                    Ok(Meta::Absent(format!("HTTP {status}: {body}")))
+                }
+                other => Err(other),
+            },
+        }
     }
 
     /// `GET /health` is 200 (llama.cpp answers 503 while loading).
@@ -193,24 +289,17 @@ impl HostClient {
             .map_err(|e| self.map_err(&url, e))
     }
 
-    /// The capability probe. llama.cpp answers `GET /props`; a host without that endpoint (404) is
-    /// reported as "does not say" rather than failing.
+    /// The capability probe about the first model `/v1/models` lists: tells the host's kind from the
+    /// endpoints it really has, and reads vision and the context size where that kind reports them
+    /// (see [`crate::host_kind`] for the order and the bounds). Use [`HostClient::probe_for`] when the
+    /// model name is known (Ollama and LM Studio describe each model separately).
     pub fn probe(&self) -> Result<Capabilities, ModelError> {
-        match self.get_json("/props") {
-            Ok(p) => Ok(Capabilities {
-                vision: p.pointer("/modalities/vision").and_then(Value::as_bool),
-                n_ctx: p
-                    .pointer("/default_generation_settings/n_ctx")
-                    .and_then(Value::as_u64),
-                model_path: p.get("model_path").and_then(Value::as_str).map(str::to_string),
-            }),
-            Err(ModelError::Http { status: 404, .. }) => Ok(Capabilities {
-                vision: None,
-                n_ctx: None,
-                model_path: None,
-            }),
-            Err(e) => Err(e),
-        }
+        crate::host_kind::detect(self, None)
+    }
+
+    /// The capability probe about `model`, the name the caller will send in its requests.
+    pub fn probe_for(&self, model: &str) -> Result<Capabilities, ModelError> {
+        crate::host_kind::detect(self, Some(model))
     }
 
     /// One chat completion. The call runs on a worker thread so that `cancel` (polled every 5 ms)
@@ -222,7 +311,7 @@ impl HostClient {
             return Err(ModelError::Cancelled);
         }
         let url = format!("{}/v1/chat/completions", self.base_url);
-        let body = req.body();
+        let body = req.body_for(self.kind);
         let (tx, rx) = mpsc::channel();
         let agent = self.agent.clone();
         let worker_url = url.clone();
@@ -271,9 +360,11 @@ impl HostClient {
         }
     }
 
-    /// A call constrained by `schema` (sent as `response_format` json_schema). The reply is parsed and
-    /// re-validated here; a reply that breaks the schema (not JSON, or not matching) is retried ONCE
-    /// with the violation fed back, then reported as [`ModelError::SchemaBroken`].
+    /// A call constrained by `schema` (sent in the fields this client's [`HostKind`] reads, see
+    /// [`crate::wire::structured_output_fields`]). The reply is parsed and re-validated here whatever
+    /// the host claims; a reply that breaks the schema (not JSON, or not matching) is retried ONCE with
+    /// the violation fed back, then reported as [`ModelError::SchemaBroken`] (`attempts: 2`). Each
+    /// violation is kept in [`StructuredReply::violations`].
     pub fn chat_structured(
         &self,
         req: &ChatRequest,
@@ -281,37 +372,35 @@ impl HostClient {
         cancel: &CancelToken,
     ) -> Result<StructuredReply, ModelError> {
         let first_req = req.clone().with_schema(schema.clone());
-        let mut calls = Vec::new();
-        let mut current = first_req.clone();
-        for attempt in 1..=2u32 {
-            let reply = self.chat(&current, cancel)?;
-            calls.push(reply.clone());
-            match check_reply(&reply, schema) {
-                Ok(value) => {
-                    return Ok(StructuredReply {
-                        value,
-                        reply,
-                        attempts: attempt,
-                        calls,
-                    })
-                }
-                Err(violation) => {
-                    if attempt == 2 {
-                        return Err(ModelError::SchemaBroken {
-                            attempts: 2,
-                            violation,
-                            reply: reply.content,
-                        });
-                    }
-                    current = first_req.with_feedback(&reply.content, &violation);
-                }
+        let first = self.chat(&first_req, cancel)?;
+        let violation = match check_reply(&first, schema) {
+            Ok(value) => {
+                return Ok(StructuredReply {
+                    value,
+                    reply: first.clone(),
+                    attempts: 1,
+                    calls: vec![first],
+                    violations: Vec::new(),
+                })
             }
+            Err(v) => v,
+        };
+        let retry = first_req.with_feedback(&first.content, &violation);
+        let second = self.chat(&retry, cancel)?;
+        match check_reply(&second, schema) {
+            Ok(value) => Ok(StructuredReply {
+                value,
+                reply: second.clone(),
+                attempts: 2,
+                calls: vec![first, second],
+                violations: vec![violation],
+            }),
+            Err(violation) => Err(ModelError::SchemaBroken {
+                attempts: 2,
+                violation,
+                reply: second.content,
+            }),
         }
-        Err(ModelError::SchemaBroken {
-            attempts: 2,
-            violation: "unreachable".into(),
-            reply: String::new(),
-        })
     }
 }
 
@@ -459,11 +548,16 @@ mod tests {
                     .lock()
                     .unwrap()
                     .push(String::from_utf8_lossy(&req).into_owned());
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                    body.len(),
+                // A reply that is a whole HTTP answer (status line first) goes out as it is.
+                let resp = if body.starts_with("HTTP/1.1 ") {
                     body
-                );
+                } else {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                        body.len(),
+                        body
+                    )
+                };
                 s.write_all(resp.as_bytes()).unwrap();
             }
         });
@@ -521,6 +615,13 @@ mod tests {
         let r = c.chat_structured(&req, &schema, &CancelToken::new()).unwrap();
         assert_eq!((r.attempts, r.value.clone()), (2, json!({"mark":7})));
         assert_eq!(r.calls.len(), 2);
+        // issue 15: the violation is counted and kept
+        assert_eq!(r.violations.len(), 1);
+        assert!(
+            r.violations[0].contains("5 is not one of [3, 7]"),
+            "{:?}",
+            r.violations
+        );
         let bodies = seen.lock().unwrap().clone();
         assert!(bodies[0].contains("\"response_format\""));
         assert!(bodies[1].contains("5 is not one of [3, 7]"), "{}", bodies[1]);
@@ -548,5 +649,279 @@ mod tests {
             c.chat(&req, &CancelToken::new()),
             Err(ModelError::Protocol { .. })
         ));
+    }
+
+    // ---- host kinds (issue 15) -------------------------------------------------------------------
+
+    use gamepilot_testbed::{HostConfig, HostKind as Imitated, Reply, ScriptedHost};
+
+    const MARK_SCHEMA: &str = r#"{"type":"object","properties":{"mark":{"type":"integer","enum":[3,7]}},"required":["mark"],"additionalProperties":false}"#;
+
+    fn mark_request() -> ChatRequest {
+        ChatRequest {
+            model: "scripted-model".into(),
+            messages: vec![json!({"role":"user","content":"go"})],
+            max_tokens: 8,
+            temperature: 0.0,
+            schema: None,
+            image_pixels: None,
+        }
+    }
+
+    /// What one host kind showed: the probe with vision on (`probe()`) and off (`probe_for`), the
+    /// metadata paths the first probe asked, and the body of one structured call sent through a client
+    /// of the detected kind.
+    struct Seen {
+        on: Capabilities,
+        off: Capabilities,
+        probe_paths: Vec<String>,
+        probe_bodies: Vec<Option<Value>>,
+        body: Value,
+    }
+
+    fn probe_and_send(imitated: Imitated) -> Seen {
+        let answer = |_: &gamepilot_testbed::ChatRequest| Reply::content("{\"mark\":3}");
+        let on =
+            ScriptedHost::start(HostConfig::new().kind(imitated).vision(true).n_ctx(4096), answer).unwrap();
+        let off =
+            ScriptedHost::start(HostConfig::new().kind(imitated).vision(false).n_ctx(2048), answer).unwrap();
+        let client = HostClient::new(&on.base_url(), HostTimeouts::default()).unwrap();
+        let caps_on = client.probe().unwrap();
+        let probe_log = on.requests();
+        let caps_off = HostClient::new(&format!("{}/v1", off.base_url()), HostTimeouts::default())
+            .unwrap()
+            .probe_for("scripted-model")
+            .unwrap();
+        let client = client.with_kind(caps_on.kind);
+        assert_eq!(client.kind(), caps_on.kind);
+        let schema: Value = serde_json::from_str(MARK_SCHEMA).unwrap();
+        let r = client
+            .chat_structured(&mark_request(), &schema, &CancelToken::new())
+            .unwrap();
+        assert_eq!(
+            (r.attempts, r.violations.len(), r.value),
+            (1, 0, json!({"mark": 3}))
+        );
+        let chats = on.chat_requests();
+        assert_eq!(chats.len(), 1);
+        assert_eq!(
+            chats[0].schema(),
+            Some(&schema),
+            "response_format carries the schema"
+        );
+        Seen {
+            on: caps_on,
+            off: caps_off,
+            probe_paths: probe_log.iter().map(|r| r.path.clone()).collect(),
+            probe_bodies: probe_log.iter().map(|r| r.body.clone()).collect(),
+            body: chats[0].body.clone(),
+        }
+    }
+
+    /// The schema-carrying fields present in a sent body, sorted.
+    fn schema_fields(body: &Value) -> Vec<&str> {
+        let mut v: Vec<&str> = ["response_format", "guided_json", "structured_outputs", "format"]
+            .into_iter()
+            .filter(|k| body.get(*k).is_some())
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn llama_cpp_is_told_by_props() {
+        // FR-MODEL-001, FR-MODEL-003, issue 15: /props → kind, modalities.vision, n_ctx; response_format
+        let s = probe_and_send(Imitated::LlamaCpp);
+        assert_eq!(s.probe_paths, ["/v1/models", "/props"]);
+        assert_eq!(
+            (s.on.kind, s.on.vision, s.on.n_ctx),
+            (HostKind::LlamaCpp, Some(true), Some(4096))
+        );
+        assert_eq!(
+            (s.off.kind, s.off.vision, s.off.n_ctx),
+            (HostKind::LlamaCpp, Some(false), Some(2048))
+        );
+        assert_eq!(s.on.vision_source, "llama.cpp /props modalities.vision");
+        assert_eq!(
+            s.on.n_ctx_source,
+            "llama.cpp /props default_generation_settings.n_ctx"
+        );
+        assert_eq!(s.on.model_path.as_deref(), Some("/models/scripted-model.gguf"));
+        assert_eq!(s.on.model_id.as_deref(), Some("scripted-model"));
+        assert_eq!(schema_fields(&s.body), ["response_format"]);
+    }
+
+    #[test]
+    fn ollama_is_told_by_api_version_and_described_by_api_show() {
+        // FR-MODEL-001, FR-MODEL-003, issue 15: /api/version → kind; /api/show capabilities and
+        // model_info context_length; response_format AND Ollama's format
+        let s = probe_and_send(Imitated::Ollama);
+        assert_eq!(
+            s.probe_paths,
+            ["/v1/models", "/props", "/api/version", "/api/show"]
+        );
+        // probe() asks /api/show about the first listed model.
+        assert_eq!(s.probe_bodies[3], Some(json!({"model": "scripted-model"})));
+        assert_eq!(
+            (s.on.kind, s.on.vision, s.on.n_ctx),
+            (HostKind::Ollama, Some(true), Some(4096))
+        );
+        assert_eq!(
+            (s.off.kind, s.off.vision, s.off.n_ctx),
+            (HostKind::Ollama, Some(false), Some(2048))
+        );
+        assert_eq!(s.on.vision_source, "Ollama /api/show capabilities");
+        assert!(
+            s.on.n_ctx_source
+                .starts_with("Ollama /api/show model_info.*.context_length"),
+            "{}",
+            s.on.n_ctx_source
+        );
+        assert_eq!(s.on.model_id.as_deref(), Some("scripted-model"));
+        assert_eq!(schema_fields(&s.body), ["format", "response_format"]);
+        let schema: Value = serde_json::from_str(MARK_SCHEMA).unwrap();
+        assert_eq!(s.body["format"], schema);
+    }
+
+    #[test]
+    fn lm_studio_is_told_by_api_v0_models() {
+        // FR-MODEL-001, FR-MODEL-003, issue 15: /api/v0/models type vlm/llm and max_context_length;
+        // response_format
+        let s = probe_and_send(Imitated::LmStudio);
+        assert_eq!(
+            s.probe_paths,
+            ["/v1/models", "/props", "/api/version", "/api/v0/models"]
+        );
+        assert_eq!(
+            (s.on.kind, s.on.vision, s.on.n_ctx),
+            (HostKind::LmStudio, Some(true), Some(4096))
+        );
+        assert_eq!(
+            (s.off.kind, s.off.vision, s.off.n_ctx),
+            (HostKind::LmStudio, Some(false), Some(2048))
+        );
+        assert_eq!(s.on.vision_source, "LM Studio /api/v0/models type=vlm");
+        assert_eq!(s.off.vision_source, "LM Studio /api/v0/models type=llm");
+        assert_eq!(schema_fields(&s.body), ["response_format"]);
+
+        // A model LM Studio does not list: the kind is known, the figures are not guessed.
+        let host = ScriptedHost::start(HostConfig::new().kind(Imitated::LmStudio).vision(true), |_| {
+            Reply::content("{}")
+        })
+        .unwrap();
+        let caps = HostClient::new(&host.base_url(), HostTimeouts::default())
+            .unwrap()
+            .probe_for("other-model")
+            .unwrap();
+        assert_eq!(
+            (caps.kind, caps.vision, caps.n_ctx, caps.model_id),
+            (HostKind::LmStudio, None, None, None)
+        );
+        assert_eq!(
+            caps.vision_source,
+            "LM Studio /api/v0/models does not list \"other-model\""
+        );
+    }
+
+    #[test]
+    fn vllm_is_told_by_its_model_list_and_vision_stays_unknown() {
+        // FR-MODEL-001, FR-MODEL-003, issue 15: owned_by vllm + max_model_len in one request; vision
+        // is None even for a vision model (vLLM does not say); response_format, guided_json and
+        // structured_outputs
+        let s = probe_and_send(Imitated::Vllm);
+        assert_eq!(s.probe_paths, ["/v1/models"]);
+        assert_eq!(
+            (s.on.kind, s.on.vision, s.on.n_ctx),
+            (HostKind::Vllm, None, Some(4096))
+        );
+        assert_eq!(
+            (s.off.kind, s.off.vision, s.off.n_ctx),
+            (HostKind::Vllm, None, Some(2048))
+        );
+        assert_eq!(s.on.vision_source, "vLLM does not say");
+        assert_eq!(s.on.n_ctx_source, "vLLM /v1/models max_model_len");
+        assert_eq!(s.on.model_path.as_deref(), Some("scripted-model"));
+        assert_eq!(
+            schema_fields(&s.body),
+            ["guided_json", "response_format", "structured_outputs"]
+        );
+        let schema: Value = serde_json::from_str(MARK_SCHEMA).unwrap();
+        assert_eq!(s.body["guided_json"], schema);
+        assert_eq!(s.body["structured_outputs"], json!({ "json": schema }));
+    }
+
+    #[test]
+    fn a_host_that_is_none_of_them_is_unknown_not_guessed() {
+        // FR-MODEL-001, FR-MODEL-003, issue 15: 200s without each kind's own fields are not evidence;
+        // the portable response_format only, and validation still runs
+        let (url, seen) = fake_host(vec![
+            json!({"object": "list", "data": [{"id": "m", "owned_by": "someone"}]}).to_string(),
+            "<html>props</html>".into(),
+            json!({"error": "no version here"}).to_string(),
+            json!({"data": [{"id": "m"}]}).to_string(),
+            completion("{\"mark\":5}"),
+            completion("{\"mark\":7}"),
+        ]);
+        let c = HostClient::new(&url, HostTimeouts::default()).unwrap();
+        let caps = c.probe().unwrap();
+        assert_eq!(
+            (caps.kind, caps.vision, caps.n_ctx, caps.model_id.as_deref()),
+            (HostKind::Unknown, None, None, Some("m"))
+        );
+        assert_eq!(caps.vision_source, "the host kind is unknown, so nothing says");
+        let c = c.with_kind(caps.kind);
+        let schema: Value = serde_json::from_str(MARK_SCHEMA).unwrap();
+        let r = c
+            .chat_structured(&mark_request(), &schema, &CancelToken::new())
+            .unwrap();
+        assert_eq!((r.attempts, r.violations.len()), (2, 1));
+        let bodies = seen.lock().unwrap().clone();
+        let sent: Value = serde_json::from_str(&bodies[4]).unwrap();
+        assert_eq!(schema_fields(&sent), ["response_format"]);
+    }
+
+    #[test]
+    fn the_probe_is_bounded_and_a_failing_host_is_an_error() {
+        // FR-MODEL-001, issue 15: each metadata request has a short bound of its own; a host that
+        // cannot answer (5xx, silence) is an error, never a kind
+        let (url, _) = fake_host(vec![
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".into(),
+        ]);
+        let c = HostClient::new(&url, HostTimeouts::default()).unwrap();
+        assert!(matches!(c.probe(), Err(ModelError::Http { status: 503, .. })));
+
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let _hold = std::thread::spawn(move || {
+            let first = l.accept();
+            std::thread::sleep(Duration::from_secs(3));
+            drop(first);
+        });
+        let c = HostClient::new(&format!("http://127.0.0.1:{port}"), HostTimeouts::default())
+            .unwrap()
+            .with_probe_timeout(Duration::from_millis(200));
+        assert_eq!(c.probe_timeout(), Duration::from_millis(200));
+        let started = Instant::now();
+        let err = c.probe().unwrap_err();
+        assert!(
+            matches!(err, ModelError::Timeout { timeout_ms: 200, .. }),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        // The default bound, and the call timeout caps it.
+        let c = HostClient::new(&url, HostTimeouts::default()).unwrap();
+        assert_eq!(c.probe_timeout(), PROBE_STEP_TIMEOUT);
+        let short = HostTimeouts {
+            call: Duration::from_millis(500),
+            ..HostTimeouts::default()
+        };
+        assert_eq!(
+            HostClient::new(&url, short).unwrap().probe_timeout(),
+            Duration::from_millis(500)
+        );
     }
 }

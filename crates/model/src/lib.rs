@@ -1,7 +1,8 @@
 //! IO edge to the model: an OpenAI-compatible chat-completions client (timeouts, cancellation, named
-//! errors, schema-constrained replies retried once), a capability probe, a `llama-server` launcher that
-//! verifies weights before loading them, the visual token budget, and the graphics-memory watch with its
-//! degrade ladder (FR-MODEL-001..005, FR-GND-003).
+//! errors, schema-constrained replies retried once), a capability probe that tells the host's kind
+//! (llama.cpp, Ollama, vLLM, LM Studio; [`host_kind_table`]) so that each kind gets the schema in the
+//! fields it reads, a `llama-server` launcher that verifies weights before loading them, the visual
+//! token budget, and the graphics-memory watch with its degrade ladder (FR-MODEL-001..005, FR-GND-003).
 //!
 //! Nothing here persists anything between sessions (INV-CTX-001): the launched host's log is kept in
 //! memory and dies with it.
@@ -11,6 +12,7 @@ pub mod cache;
 pub mod cancel;
 pub mod client;
 pub mod gpu;
+pub mod host_kind;
 pub mod ladder;
 pub mod launcher;
 pub mod weights;
@@ -18,12 +20,13 @@ pub mod wire;
 
 pub use budget::VisualBudget;
 pub use cancel::CancelToken;
-pub use client::{Capabilities, HostClient, HostTimeouts, StructuredReply};
+pub use client::{Capabilities, HostClient, HostTimeouts, StructuredReply, PROBE_STEP_TIMEOUT};
 pub use gpu::{GpuMemory, MemorySource, Nvml};
+pub use host_kind::{host_kind_table, host_kind_table_text, HostKind, HostKindRow};
 pub use ladder::{DegradeCommand, DegradeLadder, DegradeLevel, LadderConfig};
 pub use launcher::{Backoff, LaunchSpec, LocalHost};
 pub use weights::{VerifiedWeights, WeightsSpec};
-pub use wire::{CallTimings, ChatReply, ChatRequest};
+pub use wire::{structured_output_fields, CallTimings, ChatReply, ChatRequest};
 
 use std::path::PathBuf;
 

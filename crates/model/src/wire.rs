@@ -1,7 +1,9 @@
-//! The OpenAI-compatible wire format: a [`Prompt`] becomes a chat-completions request body; a reply
-//! body becomes a [`ChatReply`] with its timings and cached-prefix figures (llama.cpp's `timings`
-//! object, else the OpenAI `usage.prompt_tokens_details.cached_tokens`).
+//! The OpenAI-compatible wire format: a [`Prompt`] becomes a chat-completions request body, its reply
+//! schema carried in the fields the host kind reads ([`structured_output_fields`]); a reply body becomes
+//! a [`ChatReply`] with its timings and cached-prefix figures (llama.cpp's `timings` object, else the
+//! OpenAI `usage.prompt_tokens_details.cached_tokens`).
 
+use crate::host_kind::HostKind;
 use crate::ModelError;
 use gamepilot_context::{Part, Prompt, Role};
 use serde::Serialize;
@@ -15,7 +17,8 @@ pub struct ChatRequest {
     pub messages: Vec<Value>,
     pub max_tokens: u32,
     pub temperature: f32,
-    /// JSON Schema sent as `response_format: {type: json_schema}` (FR-MODEL-003).
+    /// JSON Schema the reply must follow, sent as `response_format: {type: json_schema}` plus the host
+    /// kind's own fields (FR-MODEL-003, [`structured_output_fields`]).
     pub schema: Option<Value>,
     /// Pixel area of the attached image (the visual budget actually spent), for the recording.
     pub image_pixels: Option<u64>,
@@ -82,8 +85,15 @@ impl ChatRequest {
         r
     }
 
-    /// The JSON body.
+    /// The portable JSON body: the schema as OpenAI `response_format` only (what a host of
+    /// [`HostKind::Unknown`] gets). [`HostClient::chat`](crate::HostClient::chat) sends
+    /// [`ChatRequest::body_for`] its host's kind.
     pub fn body(&self) -> Value {
+        self.body_for(HostKind::Unknown)
+    }
+
+    /// The JSON body for a host of `kind`: the schema, when set, in every field that kind reads.
+    pub fn body_for(&self, kind: HostKind) -> Value {
         let mut b = json!({
             "model": self.model,
             "messages": self.messages,
@@ -92,13 +102,42 @@ impl ChatRequest {
             "stream": false,
         });
         if let Some(s) = &self.schema {
-            b["response_format"] = json!({
-                "type": "json_schema",
-                "json_schema": {"name": "reply", "strict": true, "schema": s},
-            });
+            for (key, value) in structured_output_fields(kind, s) {
+                b[key] = value;
+            }
         }
         b
     }
+}
+
+/// The top-level body fields that carry `schema` to a host of `kind`, each holding the same schema
+/// (FR-MODEL-003, issue 15); their keys are [`HostKind::structured_output_keys`]:
+///
+/// - every kind: OpenAI `response_format: {type: json_schema, json_schema: {name, strict, schema}}`
+///   (llama.cpp, LM Studio and vLLM constrain decoding with it; Ollama's `/v1/chat/completions` turns
+///   it into its `format`);
+/// - vLLM: also `guided_json: <schema>` (older vLLM) and `structured_outputs: {json: <schema>}` (newer
+///   vLLM); a version that reads both gets the same schema from each, one that knows only one logs the
+///   other as ignored (read from vLLM's request model, not checked against a running vLLM);
+/// - Ollama: also its native `format: <schema>` (what `/api/chat` reads; its OpenAI endpoint ignores
+///   unknown fields).
+pub fn structured_output_fields(kind: HostKind, schema: &Value) -> Vec<(&'static str, Value)> {
+    let mut out = vec![(
+        "response_format",
+        json!({
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "strict": true, "schema": schema},
+        }),
+    )];
+    match kind {
+        HostKind::Vllm => {
+            out.push(("guided_json", schema.clone()));
+            out.push(("structured_outputs", json!({ "json": schema })));
+        }
+        HostKind::Ollama => out.push(("format", schema.clone())),
+        HostKind::LlamaCpp | HostKind::LmStudio | HostKind::Unknown => {}
+    }
+    out
 }
 
 /// Per-call figures, from the reply where the host reports them.
@@ -244,6 +283,47 @@ mod tests {
         assert_eq!(r.image_pixels, Some(8));
         expect![[r#"{"max_tokens":64,"messages":[{"content":"sys","role":"system"},{"content":[{"text":"Goal: win","type":"text"},{"text":"marks: [3] door","type":"text"},{"image_url":{"url":"data:image/png;base64,AAAA"},"type":"image_url"}],"role":"user"}],"model":"m","response_format":{"json_schema":{"name":"reply","schema":{"type":"object"},"strict":true},"type":"json_schema"},"stream":false,"temperature":0.0}"#]]
         .assert_eq(&r.body().to_string());
+    }
+
+    #[test]
+    fn schema_fields_per_host_kind() {
+        // FR-MODEL-003, issue 15: each kind gets the schema in every field it reads, and only those
+        let schema = json!({"type": "object", "required": ["mark"]});
+        let r = ChatRequest::from_prompt("m", &prompt(false), 8).with_schema(schema.clone());
+        let base: Vec<String> = ChatRequest::from_prompt("m", &prompt(false), 8)
+            .body_for(HostKind::Vllm)
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        for kind in HostKind::ALL {
+            let body = r.body_for(kind);
+            let mut extra: Vec<&str> = body
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| !base.contains(k))
+                .map(String::as_str)
+                .collect();
+            let mut want = kind.structured_output_keys().to_vec();
+            extra.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(extra, want, "{kind}");
+            assert_eq!(body["response_format"]["json_schema"]["schema"], schema, "{kind}");
+        }
+        let v = r.body_for(HostKind::Vllm);
+        assert_eq!(
+            (&v["guided_json"], &v["structured_outputs"]["json"]),
+            (&schema, &schema)
+        );
+        assert_eq!(r.body_for(HostKind::Ollama)["format"], schema);
+        assert_eq!(r.body(), r.body_for(HostKind::Unknown));
+        // No schema: no schema field for any kind.
+        let plain = ChatRequest::from_prompt("m", &prompt(false), 8);
+        for kind in HostKind::ALL {
+            assert_eq!(plain.body_for(kind), plain.body(), "{kind}");
+        }
     }
 
     #[test]

@@ -247,6 +247,22 @@ fn probe_errors_and_cancellation_against_the_real_host() {
     let caps = client.probe().unwrap();
     assert_eq!(caps.vision, Some(false), "SmolLM2 is text-only");
     assert_eq!(caps.n_ctx, Some(4096));
+    // issue 15: the real llama-server is told by its /props, and its /v1/models names the model
+    assert_eq!(caps.kind, gamepilot_model::HostKind::LlamaCpp, "{caps:?}");
+    assert_eq!(caps.vision_source, "llama.cpp /props modalities.vision");
+    assert!(caps.model_id.is_some(), "{caps:?}");
+    // A client of that kind sends a schema as response_format only.
+    let client = client.with_kind(caps.kind);
+    let body = ChatRequest {
+        model: "m".into(),
+        messages: vec![],
+        max_tokens: 1,
+        temperature: 0.0,
+        schema: Some(serde_json::json!({"type": "object"})),
+        image_pixels: None,
+    }
+    .body_for(client.kind());
+    assert!(body.get("response_format").is_some() && body.get("guided_json").is_none());
 
     // An image sent to a text-only host is refused by the host with an HTTP error.
     let ctx = context();

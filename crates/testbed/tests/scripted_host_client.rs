@@ -79,6 +79,8 @@ fn health_probe_and_chat_parse_with_timings_and_cache() {
         paths,
         [
             "/health",
+            // the probe: /v1/models, then llama.cpp's /props answers as llama.cpp (issue 15)
+            "/v1/models",
             "/props",
             "/v1/chat/completions",
             "/v1/chat/completions"
@@ -193,12 +195,17 @@ fn an_image_part_reaches_the_policy_decodable() {
 }
 
 #[test]
-fn a_host_without_props_probes_as_unknown() {
+fn a_host_without_props_probes_as_its_own_kind() {
+    // FR-MODEL-001, issue 15: no /props is not "unknown": Ollama is told by /api/version and described
+    // by /api/show
     let host =
         ScriptedHost::start(HostConfig::new().kind(HostKind::Ollama), |_| Reply::content("o")).unwrap();
     let c = client(&host);
     let caps = c.probe().unwrap();
-    assert_eq!((caps.vision, caps.n_ctx), (None, None));
+    assert_eq!(
+        (caps.kind, caps.vision, caps.n_ctx),
+        (gamepilot_model::HostKind::Ollama, Some(false), Some(8192))
+    );
     // the client's health check asks llama.cpp's /health, which Ollama does not have
     assert!(matches!(c.health(), Err(ModelError::Http { status: 404, .. })));
     let r = c
