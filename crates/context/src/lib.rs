@@ -27,7 +27,9 @@ pub use notes::{NoteBlock, NoteCap, NoteOutcome, NoteSkill};
 pub use plan::{Plan, PlanStep, StepStatus};
 pub use prompt::{Block, Cadence, ImagePart, Message, Part, Prompt, Role};
 pub use research::{neutralise_untrusted, ResearchExcerpt};
-pub use schema::{localise_schema, parse_localise, tactical_schema, tactical_schema_in, SchemaLimits, Tool, ToolSet};
+pub use schema::{
+    localise_schema, parse_localise, tactical_schema, tactical_schema_in, SchemaLimits, Tool, ToolSet,
+};
 pub use validate::validate;
 
 /// Everything that can go wrong in context logic; every variant names what was wrong.

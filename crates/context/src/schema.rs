@@ -355,7 +355,11 @@ impl TacticalReply {
 
     /// [`TacticalReply::parse`] for a reply in `space`'s convention (issue 15): validated as the model
     /// answered, then its points mapped into capture pixels (INV-GND-002: the transform chain takes them on).
-    pub fn parse_in(value: &Value, schema: &Value, space: &CoordSpace) -> Result<TacticalReply, ContextError> {
+    pub fn parse_in(
+        value: &Value,
+        schema: &Value,
+        space: &CoordSpace,
+    ) -> Result<TacticalReply, ContextError> {
         crate::validate(schema, value)?;
         if space.convention == gamepilot_core::CoordConvention::CapturePixels {
             return TacticalReply::convert(value);
@@ -729,15 +733,30 @@ mod tests {
         let tools = ToolSet::new(&[Tool::Click, Tool::Wait]).unwrap();
         let (image, capture) = (Size::new(512, 288), Size::new(1280, 720));
         for (conv, reply, too_far) in [
-            (C::ImagePixels, json!({"action":"click","x":256,"y":132}), json!({"action":"click","x":512,"y":0})),
-            (C::Normalized1000, json!({"action":"click","x":500,"y":460}), json!({"action":"click","x":1001,"y":0})),
-            (C::Fraction, json!({"action":"click","x":0.5,"y":0.46}), json!({"action":"click","x":1.5,"y":0})),
+            (
+                C::ImagePixels,
+                json!({"action":"click","x":256,"y":132}),
+                json!({"action":"click","x":512,"y":0}),
+            ),
+            (
+                C::Normalized1000,
+                json!({"action":"click","x":500,"y":460}),
+                json!({"action":"click","x":1001,"y":0}),
+            ),
+            (
+                C::Fraction,
+                json!({"action":"click","x":0.5,"y":0.46}),
+                json!({"action":"click","x":1.5,"y":0}),
+            ),
         ] {
             let space = CoordSpace::new(conv, image, capture);
             let s = tactical_schema_in(&tools, &[], &space, &SchemaLimits::default()).unwrap();
             match TacticalReply::parse_in(&reply, &s, &space).unwrap() {
                 TacticalReply::Act(Action::Click { x, y, .. }) => {
-                    assert!((x - 640).abs() <= 2 && (y - 331).abs() <= 2, "{conv:?}: ({x}, {y})")
+                    assert!(
+                        (x - 640).abs() <= 2 && (y - 331).abs() <= 2,
+                        "{conv:?}: ({x}, {y})"
+                    )
                 }
                 other => panic!("{other:?}"),
             }

@@ -107,10 +107,13 @@ impl ModelFamily {
         match self {
             ModelFamily::Text => CoordConvention::CapturePixels,
             ModelFamily::Qwen25Vl => CoordConvention::ImagePixels,
-            ModelFamily::UiTars | ModelFamily::Qwen2Vl | ModelFamily::Cogagent => CoordConvention::Normalized1000,
-            ModelFamily::Gemma3 | ModelFamily::Llama32Vision | ModelFamily::MinicpmV | ModelFamily::OtherVision => {
-                CoordConvention::Fraction
+            ModelFamily::UiTars | ModelFamily::Qwen2Vl | ModelFamily::Cogagent => {
+                CoordConvention::Normalized1000
             }
+            ModelFamily::Gemma3
+            | ModelFamily::Llama32Vision
+            | ModelFamily::MinicpmV
+            | ModelFamily::OtherVision => CoordConvention::Fraction,
         }
     }
 
@@ -260,7 +263,12 @@ mod tests {
             CoordConvention::Fraction,
         ] {
             let s = CoordSpace::new(conv, image, capture);
-            for p in [Point::new(640, 330), Point::new(0, 0), Point::new(1279, 719), Point::new(17, 701)] {
+            for p in [
+                Point::new(640, 330),
+                Point::new(0, 0),
+                Point::new(1279, 719),
+                Point::new(17, 701),
+            ] {
                 let (x, y) = s.from_capture(p);
                 let back = s.to_capture(x, y);
                 let tol = match conv {

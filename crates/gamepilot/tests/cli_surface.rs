@@ -200,5 +200,8 @@ fn a_corrupted_multimodal_projector_is_refused_before_the_host_starts() {
         err.contains("mmproj.gguf") && err.contains("failed SHA-256 verification"),
         "names the projector and the integrity failure: {err}"
     );
-    assert!(!err.contains("cannot be started"), "refused before looking for the server: {err}");
+    assert!(
+        !err.contains("cannot be started"),
+        "refused before looking for the server: {err}"
+    );
 }

@@ -43,18 +43,6 @@ fn last_part_image(req: &ChatRequest) -> Option<Size> {
     Some(Size::new(img.width(), img.height()))
 }
 
-/// Pixels close to a mark colour (white left out: the game draws white text).
-fn mark_coloured(img: &image::RgbaImage) -> usize {
-    img.pixels()
-        .filter(|p| {
-            gamepilot_vision::MARK_PALETTE
-                .iter()
-                .filter(|c| **c != [255, 255, 255])
-                .any(|c| (0..3).all(|i| (p.0[i] as i32 - c[i] as i32).abs() <= 24))
-        })
-        .count()
-}
-
 fn clicks_play_in(family: &str, convention: CoordConvention) {
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
@@ -96,12 +84,23 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gamepilot"));
     c.args(["run", "--display", &bed.display])
         .args(["--window", &format!("0x{:x}", arena.window.id)])
-        .args(["--goal", "Click Play, then collect a coin.", "--goal-check", "coins >= 1"])
+        .args([
+            "--goal",
+            "Click Play, then collect a coin.",
+            "--goal-check",
+            "coins >= 1",
+        ])
         .arg("--sensors")
         .arg(&sensors)
         .args(["--model-endpoint", &host.base_url()])
         .args(["--max-actions", "3", "--session-budget-s", "60"])
-        .args(["--unattended", "--tactical-interval-ms", "100", "--grounding", "coordinate"])
+        .args([
+            "--unattended",
+            "--tactical-interval-ms",
+            "100",
+            "--grounding",
+            "coordinate",
+        ])
         .args(["--model-family", family])
         .args(["--tactical-pixels", &TACTICAL_PIXELS.to_string()])
         .args(["--deliberative-pixels", &DELIBERATIVE_PIXELS.to_string()])
@@ -127,23 +126,51 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
         .collect();
     let first = tactical.first().expect("a tactical call");
     let size = last_part_image(first).expect("the tactical request ends with the image");
-    assert!(size.area() <= TACTICAL_PIXELS && size.area() > TACTICAL_PIXELS * 9 / 10, "{size:?}");
+    assert!(
+        size.area() <= TACTICAL_PIXELS && size.area() > TACTICAL_PIXELS * 9 / 10,
+        "{size:?}"
+    );
     assert!(
         ((size.w as f64 / size.h as f64) - (capture.w as f64 / capture.h as f64)).abs() < 0.02,
         "aspect kept: {size:?} for {capture:?}"
     );
     let prompt = first.prompt_text();
-    assert!(prompt.contains("Coordinates:"), "the convention is stated:\n{prompt}");
+    assert!(
+        prompt.contains("Coordinates:"),
+        "the convention is stated:\n{prompt}"
+    );
     if family == "qwen2.5-vl" {
-        // The marks are drawn on the image the model sees (the game's own frame has no mark colours).
+        // The marks are drawn on the image the model sees: it differs from the first raw capture of the
+        // recording (the menu, before the click), scaled the same way, where the outlines and labels are.
         let sent = first.images().unwrap().pop().unwrap();
         let sent = image::load_from_memory(&sent.bytes).unwrap().to_rgba8();
-        arena.request_dump().unwrap();
-        let own = image::open(&arena.frame_file).unwrap().to_rgba8();
-        let own = image::imageops::resize(&own, sent.width(), sent.height(), image::imageops::FilterType::Triangle);
-        let (marked, plain) = (mark_coloured(&sent), mark_coloured(&own));
-        assert!(marked > plain + 50, "marks visible: {marked} mark-coloured pixels vs {plain} in the game's frame");
-        eprintln!("figures: tactical image {size:?} ({} px of {TACTICAL_PIXELS}); {marked} mark-coloured pixels vs {plain}", size.area());
+        let text = std::fs::read_to_string(rec.join("events.jsonl")).unwrap();
+        let raw = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["kind"] == "frame" && e["marked"] == false)
+            .and_then(|e| e["file"].as_str().map(str::to_string))
+            .expect("a raw frame is recorded");
+        let own = image::open(rec.join("frames").join(&raw)).unwrap().to_rgba8();
+        let own = image::imageops::resize(
+            &own,
+            sent.width(),
+            sent.height(),
+            image::imageops::FilterType::Triangle,
+        );
+        let changed = sent
+            .pixels()
+            .zip(own.pixels())
+            .filter(|(a, b)| (0..3).any(|i| (a.0[i] as i32 - b.0[i] as i32).abs() > 60))
+            .count();
+        assert!(
+            changed > 500 && changed < (sent.width() * sent.height() / 5) as usize,
+            "marks visible: {changed} pixels differ from the unmarked capture"
+        );
+        eprintln!(
+            "figures: tactical image {size:?} ({} px of {TACTICAL_PIXELS}); marks change {changed} pixels",
+            size.area()
+        );
     }
     // A deliberative pass after the first tactical tick carries its own, larger image.
     let delib: Vec<Size> = host
@@ -153,10 +180,16 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
         .filter_map(last_part_image)
         .collect();
     if let Some(d) = delib.first() {
-        assert!(d.area() <= DELIBERATIVE_PIXELS && d.area() > TACTICAL_PIXELS, "{d:?}");
+        assert!(
+            d.area() <= DELIBERATIVE_PIXELS && d.area() > TACTICAL_PIXELS,
+            "{d:?}"
+        );
         eprintln!("figures: {family}: deliberative image {d:?}");
     } else {
-        panic!("{family}: no deliberative request carried an image ({} calls)", host.chat_requests().len());
+        panic!(
+            "{family}: no deliberative request carried an image ({} calls)",
+            host.chat_requests().len()
+        );
     }
 }
 

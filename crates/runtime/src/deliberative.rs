@@ -49,7 +49,7 @@ pub fn deliberate(
         req.image.clone(),
     );
     let chat = ChatRequest::from_prompt(model, &prompt, 256);
-    let prompt_json = chat.body();
+    let prompt_json = chat.body_for(client.kind());
     match client.chat_structured(&chat, &schema, cancel) {
         Ok(r) => DeliberationResult {
             pass: req.pass,

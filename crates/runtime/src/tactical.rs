@@ -7,8 +7,8 @@ use crate::now;
 use crate::refine;
 use crate::RuntimeError;
 use gamepilot_context::{
-    localise_schema, parse_localise, tactical_schema, tactical_schema_in, Cadence, ImagePart, ObservationText,
-    SchemaLimits, TacticalReply, ToolSet,
+    localise_schema, parse_localise, tactical_schema, tactical_schema_in, Cadence, ImagePart,
+    ObservationText, SchemaLimits, TacticalReply, ToolSet,
 };
 use gamepilot_core::{CoordConvention, CoordSpace, ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient, ModelError};
@@ -149,7 +149,7 @@ pub fn run(
                 .unwrap_or(0);
             let chat = ChatRequest::from_prompt(&setup.model_name, &prompt, setup.max_tokens);
             ModelCall {
-                prompt_json: chat.body(),
+                prompt_json: chat.body_for(setup.client.kind()),
                 prefix_bytes,
                 reply: setup.client.chat_structured(&chat, schema, &cancel),
             }

@@ -16,7 +16,7 @@ pub mod thumb;
 
 pub use classify::{classify, Classification, ClassifierParams, FrameClass};
 pub use ids::IdTracker;
-pub use marks::{MarkRenderer, PALETTE as MARK_PALETTE};
+pub use marks::MarkRenderer;
 pub use observation::{Element, ElementSource, Observation, Perceiver, TextItem};
 pub use ocr::{Ocr, TextLine, TextWord};
 pub use proposals::{merge_accessibility, propose, Candidate, ProposalParams};

@@ -9,7 +9,7 @@ use gamepilot_core::{FrameView, Rect};
 use image::{Rgba, RgbaImage};
 
 /// Saturated colours to pick from; each mark takes the one that stands out most from its surroundings.
-pub const PALETTE: [[u8; 3]; 8] = [
+const PALETTE: [[u8; 3]; 8] = [
     [255, 32, 32],
     [255, 220, 0],
     [0, 230, 255],

@@ -267,9 +267,17 @@ impl Wiring<'_> {
                     now: t,
                     first_id: job.first_id,
                     // FR-MODEL-002: the deliberative budget, the image as the last content part.
-                    image: self.last_marked.as_ref().filter(|_| self.cfg.vision).and_then(|f| {
-                        gamepilot_model::budget::encode_for_budget(&f.view(), self.cfg.deliberative_pixels).ok()
-                    }),
+                    image: self
+                        .last_marked
+                        .as_ref()
+                        .filter(|_| self.cfg.vision)
+                        .and_then(|f| {
+                            gamepilot_model::budget::encode_for_budget(
+                                &f.view(),
+                                self.cfg.deliberative_pixels,
+                            )
+                            .ok()
+                        }),
                 };
                 let (client, model, post, tx, cancel) = (
                     self.cfg.client.clone(),

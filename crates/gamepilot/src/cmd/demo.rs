@@ -75,6 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
     let (client, host) = args.model.connect()?;
     let caps = client.probe().context("probing the model host")?;
+    let client = client.with_kind(caps.kind);
     let limits = args.limits.clone();
     let (exec, panic) = limits.config()?;
     let record_dir = args.record.clone().unwrap_or_else(default_record_dir);

@@ -2,7 +2,6 @@
 
 pub mod act;
 pub mod bench;
-pub mod bench_executor;
 pub mod bench_model;
 pub mod bench_perception;
 pub mod calibrate_stuck;

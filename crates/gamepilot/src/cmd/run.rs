@@ -5,8 +5,8 @@ use super::act::LimitArgs;
 use super::common::WindowArgs;
 use crate::agent::{self, AgentConfig, Summary};
 use anyhow::Context as _;
-use gamepilot_grounding::GroundingPath;
 use gamepilot_core::ModelFamily;
+use gamepilot_grounding::GroundingPath;
 use gamepilot_model::{Capabilities, HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec};
 use gamepilot_planner::{LoopConfig, SignalConfig};
 use std::path::PathBuf;
@@ -127,7 +127,11 @@ pub struct VisionPlan {
 impl VisionArgs {
     /// Decide from the host's probe and the model's name; says on stderr what was decided and why.
     pub fn plan(&self, caps: &Capabilities, model_name: &str) -> anyhow::Result<VisionPlan> {
-        let named = [caps.model_path.as_deref(), Some(model_name)];
+        let named = [
+            caps.model_id.as_deref(),
+            caps.model_path.as_deref(),
+            Some(model_name),
+        ];
         let detected = named.iter().flatten().find_map(|n| ModelFamily::detect(n));
         let image = match self.image {
             ImageChoice::Always => true,
@@ -146,7 +150,13 @@ impl VisionArgs {
             self.tactical_pixels,
             self.deliberative_pixels
         );
-        let cap = |p: u64| if image { p.min(family.max_image_pixels().max(64 * 36)) } else { p };
+        let cap = |p: u64| {
+            if image {
+                p.min(family.max_image_pixels().max(64 * 36))
+            } else {
+                p
+            }
+        };
         let plan = VisionPlan {
             image,
             family,
@@ -154,9 +164,11 @@ impl VisionArgs {
             deliberative_pixels: cap(self.deliberative_pixels),
         };
         eprintln!(
-            "model: sees images: {} ({:?}: host says {:?}); family {} ({:?} coordinates); image budget {} / {} px",
+            "model: {} host; sees images: {} ({:?}; {}: {:?}); family {} ({:?} coordinates); image budget {} / {} px",
+            caps.kind,
             if image { "yes" } else { "no" },
             self.image,
+            caps.vision_source,
             caps.vision,
             family.name(),
             family.convention(),
@@ -464,10 +476,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         !args.no_gpu_watch,
     )?;
     let (client, host) = args.model.connect()?;
-    let caps = client.probe().context("probing the model host")?;
+    // Issue 15: one probe at start, never a guess; the client then speaks the host's dialect.
+    let caps = client
+        .probe_for(&args.model.model_name)
+        .context("probing the model host")?;
+    let client = client.with_kind(caps.kind);
     let vision = args.vision.plan(&caps, &args.model.model_name)?;
     let mut wiring = wiring;
-    wiring.extras.notes.push(format!("model host probe: {caps:?}; {vision:?}"));
+    wiring
+        .extras
+        .notes
+        .push(format!("model host probe: {caps:?}; {vision:?}"));
     let loop_cfg = LoopConfig {
         session_max_ms: args.limits.session_budget_s * 1000,
         session_max_actions: args.max_actions,

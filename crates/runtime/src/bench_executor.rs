@@ -4,12 +4,12 @@
 //!
 //! The latency parts drive a real `gamepilot act` against a window this command creates on the display.
 
-use anyhow::Context as _;
+use crate::RuntimeError;
+use crate::Ticker;
 use gamepilot_core::action::Intention;
 use gamepilot_core::{Keysym, MonoTime, Point, Size, TransformChain};
 use gamepilot_executor::{Context, Executor, ExecutorConfig, TickInput};
 use gamepilot_guardian::{monotonic_us, send_signal, SharedState, Signal};
-use gamepilot_runtime::Ticker;
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestInput};
 use gamepilot_x11::X11;
 use std::process::{Child, Command, Stdio};
@@ -17,20 +17,21 @@ use std::time::{Duration, Instant};
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, InputFocus, WindowClass};
 
-#[derive(clap::Args, Debug)]
+/// What to measure (the binary's `bench executor` flags).
+#[derive(Debug, Clone)]
 pub struct BenchArgs {
     /// X display for the latency parts (default: $DISPLAY; they are skipped without one).
-    #[arg(long)]
     pub display: Option<String>,
     /// Ticks for the cost measurement.
-    #[arg(long, default_value_t = 20_000)]
     pub ticks: usize,
     /// Seconds of 60 Hz ticking for the lateness measurement.
-    #[arg(long, default_value_t = 5)]
     pub seconds: u64,
     /// Repetitions of each latency measurement.
-    #[arg(long, default_value_t = 5)]
     pub reps: usize,
+}
+
+fn bench_err(what: impl std::fmt::Display) -> RuntimeError {
+    RuntimeError::WorkerStart(format!("bench executor: {what}"))
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -56,7 +57,7 @@ const EIGHT: [&str; 8] = [
     r#"{"action":"camera","dx":4000,"dy":300,"duration_ms":9000}"#,
 ];
 
-fn eight(now: MonoTime, chain: TransformChain) -> anyhow::Result<Executor> {
+fn eight(now: MonoTime, chain: TransformChain) -> Result<Executor, RuntimeError> {
     let mut ex = Executor::new(ExecutorConfig {
         max_actions_per_s: 100,
         ..Default::default()
@@ -67,13 +68,13 @@ fn eight(now: MonoTime, chain: TransformChain) -> anyhow::Result<Executor> {
         chain: Some(chain),
     };
     for j in EIGHT {
-        let i: Intention = serde_json::from_str(j)?;
-        ex.submit(&i, &ctx).map_err(|r| anyhow::anyhow!("{r}"))?;
+        let i: Intention = serde_json::from_str(j).map_err(bench_err)?;
+        ex.submit(&i, &ctx).map_err(bench_err)?;
     }
     Ok(ex)
 }
 
-fn tick_cost(ticks: usize) -> anyhow::Result<Vec<f64>> {
+fn tick_cost(ticks: usize) -> Result<Vec<f64>, RuntimeError> {
     let chain = TransformChain::new(Point::new(0, 0), Size::new(1280, 720));
     let mut ex = eight(MonoTime::ZERO, chain)?;
     let mut t = 0u64;
@@ -100,7 +101,7 @@ fn tick_cost(ticks: usize) -> anyhow::Result<Vec<f64>> {
 }
 
 /// The act loop's schedule at 60 Hz with the executor, a dry-run sink and the shared-page publish per tick.
-fn lateness(seconds: u64) -> anyhow::Result<Vec<f64>> {
+fn lateness(seconds: u64) -> Result<Vec<f64>, RuntimeError> {
     let chain = TransformChain::new(Point::new(0, 0), Size::new(1280, 720));
     let (shm, _fd) = SharedState::create_memfd(std::process::id())?;
     let start = Instant::now();
@@ -135,7 +136,7 @@ struct Target {
     w_code: u8,
 }
 
-fn make_target(display: &str) -> anyhow::Result<Target> {
+fn make_target(display: &str) -> Result<Target, RuntimeError> {
     let x = X11::connect(Some(display))?;
     let input = XTestInput::new(&x)?;
     let win = x.conn.generate_id().map_err(gamepilot_x11::X11Error::from)?;
@@ -165,7 +166,9 @@ fn make_target(display: &str) -> anyhow::Result<Target> {
             .map_err(gamepilot_x11::X11Error::from)?;
         x.conn.flush().map_err(gamepilot_x11::X11Error::from)?;
         if Instant::now() > deadline {
-            anyhow::bail!("the bench window 0x{win:x} never became the foreground window");
+            return Err(bench_err(format!(
+                "the bench window 0x{win:x} never became the foreground window"
+            )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -179,13 +182,14 @@ fn make_target(display: &str) -> anyhow::Result<Target> {
 }
 
 impl Target {
-    fn agent_holds(&self) -> anyhow::Result<bool> {
+    fn agent_holds(&self) -> Result<bool, RuntimeError> {
         let h = self.x.server_held()?;
         Ok(h.keycodes.contains(&self.w_code) || h.buttons.contains(&1))
     }
 
-    fn start_act(&self, display: &str, script: &std::path::Path) -> anyhow::Result<Child> {
-        let exe = std::env::current_exe()?;
+    fn start_act(&self, display: &str, script: &std::path::Path) -> Result<Child, RuntimeError> {
+        let exe =
+            std::env::current_exe().map_err(|e| RuntimeError::io("locating the gamepilot binary", e))?;
         let child = Command::new(exe)
             .args([
                 "act",
@@ -200,7 +204,7 @@ impl Target {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .context("starting gamepilot act")?;
+            .map_err(|e| RuntimeError::io("starting gamepilot act", e))?;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let h = self.x.server_held()?;
@@ -208,20 +212,20 @@ impl Target {
                 return Ok(child);
             }
             if Instant::now() > deadline {
-                anyhow::bail!("gamepilot act did not start holding keys within 10 s");
+                return Err(bench_err("gamepilot act did not start holding keys within 10 s"));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
     }
 
     /// Microseconds from `t0` until the agent's inputs are released (polling the server's key state).
-    fn released_after(&self, t0: Instant, limit: Duration) -> anyhow::Result<f64> {
+    fn released_after(&self, t0: Instant, limit: Duration) -> Result<f64, RuntimeError> {
         loop {
             if !self.agent_holds()? {
                 return Ok(t0.elapsed().as_secs_f64() * 1e3);
             }
             if t0.elapsed() > limit {
-                anyhow::bail!("still held after {} ms", limit.as_millis());
+                return Err(bench_err(format!("still held after {} ms", limit.as_millis())));
             }
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -251,7 +255,7 @@ fn latency(
     script: &std::path::Path,
     kind: Kind,
     reps: usize,
-) -> anyhow::Result<Vec<f64>> {
+) -> Result<Vec<f64>, RuntimeError> {
     let ctrl = t.input.locate(Keysym(0xffe3))?.keycode;
     let pause = t.input.locate(Keysym(0xff13))?.keycode;
     let mut out = Vec::new();
@@ -290,7 +294,8 @@ fn latency(
     Ok(sorted(out))
 }
 
-pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
+/// Measure and print the figures (stdout).
+pub fn bench(args: BenchArgs) -> Result<i32, RuntimeError> {
     println!("executor bench");
     let c = tick_cost(args.ticks)?;
     let mean = c.iter().sum::<f64>() / c.len().max(1) as f64;
@@ -320,7 +325,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     std::fs::write(
         &script,
         "{\"action\":\"hold_key\",\"key\":\"w\",\"duration_ms\":9000}\n{\"action\":\"hold_button\",\"button\":\"left\",\"duration_ms\":9000}\n",
-    )?;
+    )
+    .map_err(|e| RuntimeError::io("writing the bench script", e))?;
     for (kind, name, budget) in [
         (
             Kind::Panic,
