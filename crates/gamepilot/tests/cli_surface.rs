@@ -205,3 +205,43 @@ fn a_corrupted_multimodal_projector_is_refused_before_the_host_starts() {
         "refused before looking for the server: {err}"
     );
 }
+
+#[test]
+fn doctor_says_which_host_it_is_and_whether_it_sees_images() {
+    // issue 15: the same probe run makes, for each host kind the scripted host imitates
+    use gamepilot_testbed::{HostConfig, HostKind, Reply, ScriptedHost};
+    let bed = TestBed::start().unwrap();
+    for (kind, vision, says) in [
+        (HostKind::LlamaCpp, true, "llama.cpp host"),
+        (HostKind::Ollama, true, "Ollama host"),
+        (HostKind::LmStudio, false, "LM Studio host"),
+        (HostKind::Vllm, true, "vLLM host"),
+    ] {
+        let host = ScriptedHost::start(HostConfig::new().kind(kind).vision(vision), |_| {
+            Reply::content("unused")
+        })
+        .unwrap();
+        let doc = gamepilot()
+            .args([
+                "doctor",
+                "--display",
+                &bed.display,
+                "--model-endpoint",
+                &host.base_url(),
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&doc.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.contains("model host"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains(says), "{kind:?}: {line}");
+        let images = match (kind, vision) {
+            (HostKind::Vllm, _) => "sees images: not said",
+            (_, true) => "sees images: yes",
+            (_, false) => "sees images: no",
+        };
+        assert!(line.contains(images), "{kind:?}: {line}");
+    }
+}

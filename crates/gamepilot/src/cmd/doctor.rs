@@ -253,15 +253,28 @@ fn model_host(endpoint: Option<&str>) -> Result<String, String> {
             None => Err("no endpoint configured and no llama-server built".into()),
         };
     };
-    let url = format!("{}/health", base.trim_end_matches('/').trim_end_matches("/v1"));
-    match std::process::Command::new("curl")
-        .args(["-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}", &url])
-        .output()
-    {
-        Ok(o) if String::from_utf8_lossy(&o.stdout) == "200" => Ok(format!("{url} answered 200")),
-        Ok(o) => Err(format!("{url} answered {:?}", String::from_utf8_lossy(&o.stdout))),
-        Err(er) => Err(format!("could not query {url}: {er}")),
-    }
+    // Issue 15: the same one probe `run` makes, so the user sees what `run` will assume.
+    let base = base.trim_end_matches('/').trim_end_matches("/v1");
+    let timeouts = gamepilot_model::HostTimeouts {
+        connect: std::time::Duration::from_secs(2),
+        call: std::time::Duration::from_secs(3),
+    };
+    let client = gamepilot_model::HostClient::new(base, timeouts).map_err(|e| e.to_string())?;
+    let caps = client.probe().map_err(|e| format!("{base}: {e}"))?;
+    Ok(format!(
+        "{base}: {} host, model {}; sees images: {} ({}); context {} tokens",
+        caps.kind,
+        caps.model_id.as_deref().unwrap_or("(not listed)"),
+        match caps.vision {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "not said (run assumes no; pass --image always if it does)",
+        },
+        caps.vision_source,
+        caps.n_ctx
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "not said".into())
+    ))
 }
 
 /// Where scripts/setup-llama.sh leaves llama-server.
