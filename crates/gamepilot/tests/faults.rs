@@ -36,23 +36,7 @@ fn holding_host() -> ScriptedHost {
     ScriptedHost::start(HostConfig::new(), |req: &ChatRequest| {
         if req.system_text().contains("deliberative planner") {
             // A postcondition that stays false (so the subgoal stays active and tactical ticks run).
-            let offered: Vec<Value> = req
-                .schema()
-                .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let first = offered
-                .iter()
-                .find(|p| p.as_str().is_some_and(|p| p.contains("99")))
-                .or(offered
-                    .iter()
-                    .find(|p| p.as_str().is_some_and(|p| p.contains("coins"))))
-                .cloned()
-                .unwrap_or(json!("coins >= 99"));
-            return Reply::json(&json!({"subgoals": [
-                {"description": "walk right", "postcondition": first, "max_actions": 30, "max_time_s": 120}
-            ]}));
+            return gamepilot_testbed::plan_reply(req, &[("walk right", "99")]);
         }
         Reply::json(&json!({"action": "hold_key", "key": "d", "duration_ms": 8000}))
     })
@@ -72,14 +56,7 @@ struct Run {
 
 fn start(window: Option<u32>, env: &[(&str, &str)]) -> Run {
     let mut bed = TestBed::start().unwrap();
-    let arena = Arena::launch(
-        &mut bed,
-        &ArenaOptions {
-            extra_args: vec!["--start-screen".into(), "play".into()],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
     start_on(bed, Some(arena), window, env)
 }
 

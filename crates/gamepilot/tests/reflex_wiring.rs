@@ -308,14 +308,7 @@ fn act_calibrates_the_camera_then_turns_by_degrees() {
     // degrees per count from the field of view; a camera_degrees turn converted with it. The practice
     // game's compass strip (top 40 px) scrolls 4 px per degree, so a 1280 px view "sees" 320 degrees.
     let mut bed = TestBed::start().unwrap();
-    let arena = Arena::launch(
-        &mut bed,
-        &ArenaOptions {
-            extra_args: vec!["--start-screen".into(), "play".into()],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
     // Without a calibration a turn in degrees is refused with a typed reason.
     let s = script(
         &bed,

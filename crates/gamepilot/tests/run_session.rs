@@ -6,7 +6,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
-use practice_arena::game::{layout, Screen, Toggles};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -54,24 +53,10 @@ fn marks(prompt: &str) -> Vec<(u64, [i64; 4])> {
 }
 
 fn plan_reply(req: &ChatRequest) -> Reply {
-    let offered: Vec<String> = req
-        .schema()
-        .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default();
-    let pick = |want: &str| {
-        offered
-            .iter()
-            .find(|p| p.as_str() == want)
-            .or(offered.first())
-            .cloned()
-            .unwrap_or_default()
-    };
-    Reply::json(&json!({"subgoals": [
-        {"description": "start the game", "postcondition": pick("in_play"), "max_actions": 10, "max_time_s": 120},
-        {"description": "collect a coin", "postcondition": pick("coins >= 1"), "max_actions": 10, "max_time_s": 120}
-    ]}))
+    gamepilot_testbed::plan_reply(
+        req,
+        &[("start the game", "in_play"), ("collect a coin", "coins >= 1")],
+    )
 }
 
 fn run_args(bed: &TestBed, arena: &Arena, host: &ScriptedHost, rec: &Path) -> Command {
@@ -125,20 +110,7 @@ fn a_denied_chord_reaches_the_next_prompt_then_a_marked_click_is_executed_verifi
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
     let g = arena.window.geometry;
-    let play = layout(
-        Screen::Menu,
-        g.w as i32,
-        g.h as i32,
-        &Toggles {
-            sound: true,
-            grid: false,
-            invert_pitch: false,
-        },
-    )
-    .into_iter()
-    .find(|b| b.label == "Play")
-    .unwrap()
-    .rect;
+    let play = practice_arena::game::menu_button("Play", g.w as i32, g.h as i32).unwrap();
     let tactical = Arc::new(AtomicU32::new(0));
     let calls = tactical.clone();
     let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
@@ -255,14 +227,7 @@ fn run_calibrates_the_camera_and_the_model_turns_it_in_degrees() {
     // FR-ACT-004, FR-ACT-005: `run --calibrate-camera` measures px→degrees from the frame before the
     // session; the model's camera tool then takes degrees, and the executor converts them.
     let mut bed = TestBed::start().unwrap();
-    let arena = Arena::launch(
-        &mut bed,
-        &ArenaOptions {
-            extra_args: vec!["--start-screen".into(), "play".into()],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
     let turns = Arc::new(AtomicU32::new(0));
     let sent = turns.clone();
     let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {

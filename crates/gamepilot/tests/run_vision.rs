@@ -8,7 +8,6 @@
 
 use gamepilot_core::{CoordConvention, CoordSpace, Point, Size};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
-use practice_arena::game::{layout, Screen, Toggles};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Command;
@@ -18,20 +17,7 @@ const TACTICAL_PIXELS: u64 = 480 * 270;
 const DELIBERATIVE_PIXELS: u64 = 800 * 450;
 
 fn plan_reply(req: &ChatRequest) -> Reply {
-    let offered: Vec<Value> = req
-        .schema()
-        .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let pick = offered
-        .iter()
-        .find(|p| p.as_str().is_some_and(|p| p.contains("coins")))
-        .cloned()
-        .unwrap_or(json!("coins >= 1"));
-    Reply::json(&json!({"subgoals": [
-        {"description": "start the game, then collect a coin", "postcondition": pick, "max_actions": 10, "max_time_s": 120}
-    ]}))
+    gamepilot_testbed::plan_reply(req, &[("start the game, then collect a coin", "coins")])
 }
 
 /// The size of the image when it is the last content part of the last message.
@@ -48,21 +34,9 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
     let g = arena.window.geometry;
     let capture = Size::new(g.w, g.h);
-    let play = layout(
-        Screen::Menu,
-        g.w as i32,
-        g.h as i32,
-        &Toggles {
-            sound: true,
-            grid: false,
-            invert_pitch: false,
-        },
-    )
-    .into_iter()
-    .find(|b| b.label == "Play")
-    .unwrap()
-    .rect;
-    let centre = Point::new(play.x + play.w as i32 / 2, play.y + play.h as i32 / 2);
+    let play = practice_arena::game::menu_button("Play", g.w as i32, g.h as i32).unwrap();
+    let (cx, cy) = play.center();
+    let centre = Point::new(cx, cy);
     let host = ScriptedHost::start(HostConfig::new().vision(true), move |req: &ChatRequest| {
         if req.system_text().contains("deliberative planner") {
             return plan_reply(req);

@@ -655,6 +655,20 @@ fn circle_touches_square(cx: f64, cy: f64, r: f64, sx: f64, sy: f64, size: f64) 
     dist(cx, cy, nx, ny) < r
 }
 
+/// The rectangle of the menu button labelled `label` in a `w`x`h` window with the default toggles (for
+/// tests that aim at a button, e.g. "Play").
+pub fn menu_button(label: &str, w: i32, h: i32) -> Option<Rect> {
+    let t = Toggles {
+        sound: true,
+        grid: false,
+        invert_pitch: false,
+    };
+    layout(Screen::Menu, w, h, &t)
+        .into_iter()
+        .find(|b| b.label == label)
+        .map(|b| b.rect)
+}
+
 /// Button layout of a screen for a window of `w`x`h`.
 pub fn layout(screen: Screen, w: i32, h: i32, t: &Toggles) -> Vec<Button> {
     let b = |id, label: &str, rect| Button {

@@ -18,7 +18,7 @@ use gamepilot_vision::{FrameClass, Perceiver, Thumb};
 use gamepilot_x11::tracking::{FrameHealth, FrameProblem};
 use gamepilot_x11::userinput::RawKind;
 use gamepilot_x11::WindowCapturer;
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -258,10 +258,17 @@ pub fn run(
     setup: ReflexSetup,
     guardian: GuardianHandle,
     rx: Receiver<ToReflex>,
-    tx: Sender<FromReflex>,
+    tx: SyncSender<FromReflex>,
 ) -> Result<(), RuntimeError> {
+    // Never blocks the tick: a full queue (the loop is hung) drops the report and counts it.
+    let dropped = std::cell::Cell::new(0u64);
     let send = |m: FromReflex| {
-        let _ = tx.send(m);
+        if let Err(std::sync::mpsc::TrySendError::Full(_)) = tx.try_send(m) {
+            dropped.set(dropped.get() + 1);
+            if dropped.get() == 1 {
+                eprintln!("reflex: the loop is not reading its reports; dropping them (counted)");
+            }
+        }
     };
     let mut d = Driver::start(
         DriverSetup {

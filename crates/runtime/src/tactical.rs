@@ -17,7 +17,7 @@ use gamepilot_session::{
 };
 use gamepilot_vision::{MarkRenderer, Observation, Ocr, Perceiver, Thumb};
 use gamepilot_x11::{WindowCapturer, X11};
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, SyncSender};
 
 /// One tactical tick's request from the loop thread: the session's job.
 pub struct TacticalRequest {
@@ -87,7 +87,7 @@ fn mark_font() -> Option<MarkRenderer> {
 pub fn run(
     setup: TacticalSetup,
     rx: Receiver<TacticalRequest>,
-    tx: Sender<TacticalResult>,
+    tx: SyncSender<TacticalResult>,
     cancel: CancelToken,
 ) -> Result<(), RuntimeError> {
     let x = X11::connect(setup.display.as_deref())?;

@@ -5,8 +5,22 @@
 use crate::RuntimeError;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::Sender;
+use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
+
+/// The bounds of the session's channels (issue 14: nothing grows over an hour). The loop drains every
+/// channel each 5 ms, so a full one means its reader is hung: the reflex then drops reports (counted, never
+/// blocks), the loop stops the session naming the worker.
+pub const REFLEX_REPORTS: usize = 4096;
+/// Commands to the reflex (submit, watch, cancel, pause, subgoal).
+pub const REFLEX_COMMANDS: usize = 256;
+/// Tactical jobs waiting (the session runs one at a time) and results waiting for the loop.
+pub const TACTICAL_JOBS: usize = 2;
+pub const TACTICAL_RESULTS: usize = 4;
+/// Deliberative results waiting (one thread per pass, a pass at a time).
+pub const DELIBERATIONS: usize = 8;
+/// Worker ends (one per worker).
+pub const WORKER_ENDS: usize = 16;
 
 /// How a worker thread ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +61,7 @@ pub fn panic_text(p: &(dyn Any + Send)) -> String {
 
 /// Run `f` to its end and report how it ended on `ends` (a closed `ends` is not an error: the loop has
 /// gone and nobody is left to tell).
-pub fn run_reporting<F>(worker: &'static str, ends: &Sender<WorkerEnd>, f: F)
+pub fn run_reporting<F>(worker: &'static str, ends: &SyncSender<WorkerEnd>, f: F)
 where
     F: FnOnce() -> Result<(), RuntimeError>,
 {
@@ -57,13 +71,13 @@ where
         Ok(Err(e)) => WorkerOutcome::Failed(e.to_string()),
         Err(p) => WorkerOutcome::Panicked(panic_text(p.as_ref())),
     };
-    let _ = ends.send(WorkerEnd { worker, outcome });
+    let _ = ends.try_send(WorkerEnd { worker, outcome });
 }
 
 /// Spawn `f` on a thread named `worker` that reports its end on `ends`.
 pub fn spawn_reporting<F>(
     worker: &'static str,
-    ends: Sender<WorkerEnd>,
+    ends: SyncSender<WorkerEnd>,
     f: F,
 ) -> Result<JoinHandle<()>, RuntimeError>
 where
@@ -98,12 +112,12 @@ pub fn fault_tick(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::mpsc::channel;
+    use std::sync::mpsc::sync_channel;
 
     // issue 14: every way a worker ends is reported with its name
     #[test]
     fn a_worker_reports_finishing_failing_and_panicking() {
-        let (tx, rx) = channel();
+        let (tx, rx) = sync_channel(WORKER_ENDS);
         run_reporting("a", &tx, || Ok(()));
         run_reporting("b", &tx, || Err(RuntimeError::WorkerStart("no reader".into())));
         run_reporting("c", &tx, || panic!("boom {}", 7));

@@ -26,6 +26,16 @@ impl Default for ArenaOptions {
     }
 }
 
+impl ArenaOptions {
+    /// The default game, started on its play screen (no menu to click first).
+    pub fn playing() -> Self {
+        ArenaOptions {
+            extra_args: vec!["--start-screen".into(), "play".into()],
+            ..Default::default()
+        }
+    }
+}
+
 /// A running practice game.
 pub struct Arena {
     pub pid: u32,

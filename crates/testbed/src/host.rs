@@ -546,6 +546,30 @@ impl Drop for ScriptedHost {
     }
 }
 
+/// A deliberative planner's reply for the schema the request carries: one subgoal per `(description,
+/// prefer)`, each taking the first offered postcondition that contains `prefer` (else the first offered).
+pub fn plan_reply(req: &ChatRequest, subgoals: &[(&str, &str)]) -> Reply {
+    let offered: Vec<String> = req
+        .schema()
+        .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let subgoals: Vec<Value> = subgoals
+        .iter()
+        .map(|(description, prefer)| {
+            let post = offered
+                .iter()
+                .find(|p| p.contains(prefer))
+                .or(offered.first())
+                .cloned()
+                .unwrap_or_else(|| prefer.to_string());
+            json!({"description": description, "postcondition": post, "max_actions": 30, "max_time_s": 120})
+        })
+        .collect();
+    Reply::json(&json!({ "subgoals": subgoals }))
+}
+
 /// A policy that answers with `replies` in order, then repeats the last (HTTP 500 when empty).
 pub fn sequence(replies: Vec<Reply>) -> impl Fn(&ChatRequest) -> Reply + Send + Sync + 'static {
     let next = AtomicUsize::new(0);

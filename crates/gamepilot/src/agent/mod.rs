@@ -17,7 +17,10 @@ use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_runtime::session_inputs::{degrade_step, reflex_input};
 use gamepilot_runtime::stop_signals::{StopSignal, StopSignals};
-use gamepilot_runtime::worker::{panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome};
+use gamepilot_runtime::worker::{
+    panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome, DELIBERATIONS,
+    REFLEX_COMMANDS, REFLEX_REPORTS, TACTICAL_JOBS, TACTICAL_RESULTS, WORKER_ENDS,
+};
 use gamepilot_runtime::{deliberative, destructive, now, reflex, tactical, GuardianHandle};
 use gamepilot_sensor::{Expression, Program};
 use gamepilot_session::{
@@ -27,7 +30,7 @@ use gamepilot_session::{
 use reflex::{FromReflex, ReflexSetup, ToReflex};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant};
 use tactical::{TacticalRequest, TacticalResult, TacticalSetup};
 
@@ -180,9 +183,9 @@ fn session_config(cfg: &AgentConfig, post: &Postconditions) -> SessionConfig {
 struct Wiring<'a> {
     cfg: &'a AgentConfig,
     rec: Recorder,
-    to_reflex: Sender<ToReflex>,
-    to_tactical: Sender<TacticalRequest>,
-    delib_tx: Sender<DeliberationResult>,
+    to_reflex: SyncSender<ToReflex>,
+    to_tactical: SyncSender<TacticalRequest>,
+    delib_tx: SyncSender<DeliberationResult>,
     research: gamepilot_research::wiring::ResearchWiring,
     /// The destructive-action hold being put to the user (FR-SAFE-005).
     hold: Option<(u64, destructive::Hold)>,
@@ -245,19 +248,24 @@ impl Wiring<'_> {
                     ),
                     ReflexCommand::Pause { paused } => ToReflex::Hold(paused),
                 };
-                // A closed reflex channel is reported by the reflex's own end (ReflexStopped).
-                let _ = self.to_reflex.send(msg);
+                // A closed reflex channel is reported by the reflex's own end (ReflexStopped); a full one
+                // means the reflex stopped reading (issue 14).
+                if let Err(TrySendError::Full(_)) = self.to_reflex.try_send(msg) {
+                    return Ok(vec![worker_stuck("reflex", REFLEX_COMMANDS)]);
+                }
             }
-            Effect::StartTactical(job) => {
-                if self.to_tactical.send(TacticalRequest { job }).is_err() {
+            Effect::StartTactical(job) => match self.to_tactical.try_send(TacticalRequest { job }) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => return Ok(vec![worker_stuck("tactical", TACTICAL_JOBS)]),
+                Err(TrySendError::Disconnected(_)) => {
                     return Ok(vec![Input::Stop {
                         reason: ExternalStop::WorkerDied {
                             worker: "tactical".into(),
                             detail: "its request channel is closed".into(),
                         },
-                    }]);
+                    }])
                 }
-            }
+            },
             Effect::StartDeliberation(job) => {
                 let req = DeliberationRequest {
                     pass: job.pass,
@@ -489,6 +497,16 @@ impl Wiring<'_> {
     }
 }
 
+/// The stop for a worker whose bounded queue is full: it is not reading (issue 14).
+fn worker_stuck(worker: &str, bound: usize) -> Input {
+    Input::Stop {
+        reason: ExternalStop::WorkerDied {
+            worker: worker.into(),
+            detail: format!("its queue of {bound} is full: it stopped reading"),
+        },
+    }
+}
+
 /// Everything the channels hold now, as session inputs (never blocks).
 struct Gathered {
     inputs: Vec<Input>,
@@ -543,8 +561,8 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
 
     // The guardian first: nothing is armed without it (FR-SAFE-003).
     let guardian = GuardianHandle::spawn(cfg.display.as_deref(), &cfg.panic, cfg.stale_ms)?;
-    let (to_reflex, reflex_rx) = mpsc::channel();
-    let (reflex_tx, from_reflex) = mpsc::channel();
+    let (to_reflex, reflex_rx) = mpsc::sync_channel(REFLEX_COMMANDS);
+    let (reflex_tx, from_reflex) = mpsc::sync_channel(REFLEX_REPORTS);
     let setup = ReflexSetup {
         display: cfg.display.clone(),
         window: cfg.window.id,
@@ -562,14 +580,14 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         rec.record(now(), Record::Note { text: text.clone() })?;
     }
     // Every worker reports its end here (issue 14: no thread dies silently).
-    let (ends_tx, ends) = mpsc::channel::<WorkerEnd>();
+    let (ends_tx, ends) = mpsc::sync_channel::<WorkerEnd>(WORKER_ENDS);
     let reflex_thread = spawn_reporting("reflex", ends_tx.clone(), move || {
         reflex::run(setup, guardian, reflex_rx, reflex_tx)
     })?;
 
     let cancel = CancelToken::new();
-    let (to_tactical, tactical_rx) = mpsc::channel::<TacticalRequest>();
-    let (tactical_tx, from_tactical) = mpsc::channel::<TacticalResult>();
+    let (to_tactical, tactical_rx) = mpsc::sync_channel::<TacticalRequest>(TACTICAL_JOBS);
+    let (tactical_tx, from_tactical) = mpsc::sync_channel::<TacticalResult>(TACTICAL_RESULTS);
     let tsetup = TacticalSetup {
         display: cfg.display.clone(),
         window: cfg.window.id,
@@ -583,7 +601,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         yield_cpu_to_reflex();
         tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
     })?;
-    let (delib_tx, from_delib) = mpsc::channel::<DeliberationResult>();
+    let (delib_tx, from_delib) = mpsc::sync_channel::<DeliberationResult>(DELIBERATIONS);
     let research = gamepilot_research::wiring::ResearchWiring::new(
         cfg.research_endpoint.clone(),
         Duration::from_millis(cfg.loop_cfg.rung_timeout_ms.saturating_sub(2_000)),
@@ -712,8 +730,8 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     });
     // Stop: release everything, end the cadences, write the summary.
     cancel.cancel();
-    let _ = w.to_reflex.send(ToReflex::Stop);
-    let (tx_dummy, _) = mpsc::channel();
+    let _ = w.to_reflex.try_send(ToReflex::Stop);
+    let (tx_dummy, _) = mpsc::sync_channel(1);
     drop(std::mem::replace(&mut w.to_tactical, tx_dummy));
     let reflex_joined = reflex_thread.join().is_ok();
     while let Ok(m) = from_reflex.try_recv() {
