@@ -76,6 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (client, host) = args.model.connect()?;
     let caps = client.probe().context("probing the model host")?;
     let client = client.with_kind(caps.kind);
+    // The same vision plan as `run` with its defaults: a host that sees images gets them, in its family's
+    // coordinates (issue 15).
+    let vision = super::run::VisionArgs::default().plan(&caps, &args.model.model_name)?;
     let limits = args.limits.clone();
     let (exec, panic) = limits.config()?;
     let record_dir = args.record.clone().unwrap_or_else(default_record_dir);
@@ -88,9 +91,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         sensors_src: Some(SENSORS.to_string()),
         client,
         model_name: args.model.model_name.clone(),
-        vision: caps.vision == Some(true),
-        coord_convention: gamepilot_core::CoordConvention::CapturePixels,
-        deliberative_pixels: 1024 * 576,
+        vision: vision.image,
+        coord_convention: vision.family.convention(),
+        deliberative_pixels: vision.deliberative_pixels,
         exec,
         panic,
         stale_ms: limits.stale_ms,
@@ -104,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             ..LoopConfig::default()
         },
         tactical_interval_ms: 300,
-        tactical_pixels: 512 * 288,
+        tactical_pixels: vision.tactical_pixels,
         context_tokens: caps
             .n_ctx
             .map(|n| n.min(u64::from(u32::MAX)) as u32)

@@ -115,6 +115,17 @@ pub struct VisionArgs {
     pub deliberative_pixels: u64,
 }
 
+impl Default for VisionArgs {
+    fn default() -> Self {
+        VisionArgs {
+            image: ImageChoice::Auto,
+            model_family: "auto".into(),
+            tactical_pixels: 512 * 288,
+            deliberative_pixels: 1024 * 576,
+        }
+    }
+}
+
 /// What the session sends a model and how it reads its points, decided once at start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VisionPlan {
@@ -537,7 +548,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     drop(host);
     print_summary(&summary);
     Ok(match summary.exit_signal {
-        Some(sig) => 128 + sig,
+        Some(sig) => gamepilot_runtime::stop_signals::StopSignal(sig).exit_code(),
         None if summary.stop_reason == "GoalMet" => 0,
         None => 4,
     })
