@@ -8,6 +8,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
+mod common;
+
+use common::{run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::os::unix::process::CommandExt as _;
@@ -25,10 +28,6 @@ fn kill(pid: i32, sig: libc::c_int) {
 
 fn gamepilot() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-}
-
-fn sensors_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors")
 }
 
 /// The host: a plan, then a long hold of `d` on every tactical call (so input is held at the fault).
@@ -67,24 +66,15 @@ fn start_on(bed: TestBed, arena: Option<Arena>, window: Option<u32>, env: &[(&st
     let out = dir.path().join("run.out");
     let log = std::fs::File::create(&out).unwrap();
     let id = window.or(arena.as_ref().map(|a| a.window.id)).unwrap();
-    let mut c = gamepilot();
-    c.args(["run", "--display", &bed.display])
-        .args(["--window", &format!("0x{id:x}")])
-        .args(["--goal", "Walk right.", "--goal-check", "coins >= 99"])
-        .arg("--sensors")
-        .arg(sensors_file())
-        .args(["--model-endpoint", &host.base_url()])
-        .args(["--max-actions", "50", "--session-budget-s", "120"])
-        .args([
-            "--unattended",
-            "--tactical-interval-ms",
-            "100",
-            "--grounding",
-            "mark",
-        ])
-        .arg("--record")
-        .arg(&rec)
-        .envs(env.iter().copied())
+    let spec = RunSpec {
+        goal: "Walk right.",
+        goal_check: "coins >= 99",
+        max_actions: 50,
+        budget_s: 120,
+        grounding: "mark",
+    };
+    let mut c = run_command(&bed.display, id, &host.base_url(), &spec, &rec);
+    c.envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)
@@ -229,8 +219,9 @@ impl Run {
         assert!(!ev.is_empty(), "the recording has records");
         let replay = gamepilot().arg("replay").arg(&self.rec).output().unwrap();
         assert!(
-            replay.status.code().is_some() && !String::from_utf8_lossy(&replay.stderr).contains("panicked"),
-            "replay reads it: {}",
+            replay.status.success(),
+            "replay reads it and reproduces every recorded effect: {}\n{}",
+            String::from_utf8_lossy(&replay.stdout),
             String::from_utf8_lossy(&replay.stderr)
         );
         let html = self.rec.join("report.html");

@@ -5,19 +5,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
+mod common;
+
+use common::{run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 fn gamepilot() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-}
-
-fn sensors_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors")
 }
 
 fn events(dir: &Path) -> Vec<Value> {
@@ -60,29 +59,14 @@ fn plan_reply(req: &ChatRequest) -> Reply {
 }
 
 fn run_args(bed: &TestBed, arena: &Arena, host: &ScriptedHost, rec: &Path) -> Command {
-    let mut c = gamepilot();
-    c.args(["run", "--display", &bed.display])
-        .args(["--window", &format!("0x{:x}", arena.window.id)])
-        .args([
-            "--goal",
-            "Click Play, then collect a coin.",
-            "--goal-check",
-            "coins >= 1",
-        ])
-        .arg("--sensors")
-        .arg(sensors_file())
-        .args(["--model-endpoint", &host.base_url()])
-        .args(["--max-actions", "6", "--session-budget-s", "90"])
-        .args([
-            "--unattended",
-            "--tactical-interval-ms",
-            "100",
-            "--grounding",
-            "mark",
-        ])
-        .arg("--record")
-        .arg(rec);
-    c
+    let spec = RunSpec {
+        goal: "Click Play, then collect a coin.",
+        goal_check: "coins >= 1",
+        max_actions: 6,
+        budget_s: 90,
+        grounding: "mark",
+    };
+    run_command(&bed.display, arena.window.id, &host.base_url(), &spec, rec)
 }
 
 fn replays(rec: &Path) -> String {

@@ -7,10 +7,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
 use gamepilot_core::{CoordConvention, CoordSpace, Point, Size};
+mod common;
+
+use common::{run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 const TACTICAL_PIXELS: u64 = 480 * 270;
@@ -54,32 +55,17 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("session");
-    let sensors = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gamepilot"));
-    c.args(["run", "--display", &bed.display])
-        .args(["--window", &format!("0x{:x}", arena.window.id)])
-        .args([
-            "--goal",
-            "Click Play, then collect a coin.",
-            "--goal-check",
-            "coins >= 1",
-        ])
-        .arg("--sensors")
-        .arg(&sensors)
-        .args(["--model-endpoint", &host.base_url()])
-        .args(["--max-actions", "3", "--session-budget-s", "60"])
-        .args([
-            "--unattended",
-            "--tactical-interval-ms",
-            "100",
-            "--grounding",
-            "coordinate",
-        ])
-        .args(["--model-family", family])
+    let spec = RunSpec {
+        goal: "Click Play, then collect a coin.",
+        goal_check: "coins >= 1",
+        max_actions: 3,
+        budget_s: 60,
+        grounding: "coordinate",
+    };
+    let mut c = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec);
+    c.args(["--model-family", family])
         .args(["--tactical-pixels", &TACTICAL_PIXELS.to_string()])
-        .args(["--deliberative-pixels", &DELIBERATIVE_PIXELS.to_string()])
-        .arg("--record")
-        .arg(&rec);
+        .args(["--deliberative-pixels", &DELIBERATIVE_PIXELS.to_string()]);
     let mut child = c.spawn().unwrap();
     let state = arena.wait_for(Duration::from_secs(60), |s| s["screen"] == "play");
     // The session goes on to its action budget (a replan on the new scene sends its own image).

@@ -176,6 +176,21 @@ fn planned() -> (Session, Vec<Effect>) {
     (s, adopted)
 }
 
+/// A session for `cfg` that started and adopted `plan` (pass 1) at 10 ms, with the adoption's effects.
+fn started_with(cfg: SessionConfig, plan: PlanSpec) -> (Session, Vec<Effect>) {
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let fx = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(plan),
+            latency_ms: 1.0,
+        }),
+        ms(10),
+    );
+    (s, fx)
+}
+
 fn plan_block(s: &Session) -> String {
     s.context()
         .assemble(Cadence::Tactical, &ObservationText::new(MonoTime::ZERO, ""), None)
@@ -355,16 +370,7 @@ fn compaction_is_triggered_near_the_hosts_context_and_recorded() {
     // FR-CTX-004: a long history and a large screen text push the estimate past the threshold
     let mut cfg = config();
     cfg.context_tokens = 1024;
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
-    s.step(Input::Start, ms(0));
-    let mut fx = s.step(
-        Input::Plan(PlanOutcome {
-            pass: 1,
-            plan: Ok(two_step_plan()),
-            latency_ms: 1.0,
-        }),
-        ms(10),
-    );
+    let (mut s, mut fx) = started_with(cfg, two_step_plan());
     let mut big = menu();
     for i in 0..60 {
         big.texts.push(TextItem {
@@ -552,18 +558,9 @@ fn all_six_failure_causes_are_reachable_from_the_sessions_evidence() {
     let mut cfg = config();
     cfg.loop_cfg.signals.stasis_ms = 600_000;
     cfg.progress_sensor = Some("coins".into());
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
-    s.step(Input::Start, ms(0));
     let mut plan = two_step_plan();
     plan.subgoals[0].budget.max_actions = Some(30);
-    let mut fx = s.step(
-        Input::Plan(PlanOutcome {
-            pass: 1,
-            plan: Ok(plan),
-            latency_ms: 1.0,
-        }),
-        ms(10),
-    );
+    let (mut s, mut fx) = started_with(cfg, plan);
     let mut t = 10;
     // Execution: the executor did not deliver it.
     let tick = tactical_jobs(&fx)[0].tick;
@@ -639,16 +636,7 @@ fn the_grounding_path_is_chosen_per_scene_kind_and_narrows_the_tools() {
     // FR-GND-004: the scene kind of the observation (menu), not the frame-change class
     let mut cfg = config();
     cfg.grounding_paths = vec![GroundingPathAlias::Mark];
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
-    s.step(Input::Start, ms(0));
-    let fx = s.step(
-        Input::Plan(PlanOutcome {
-            pass: 1,
-            plan: Ok(two_step_plan()),
-            latency_ms: 1.0,
-        }),
-        ms(10),
-    );
+    let (mut s, fx) = started_with(cfg, two_step_plan());
     let job = tactical_jobs(&fx)[0];
     assert!(!job.tools.contains(&gamepilot_context::Tool::Click));
     let fx = s.step(
@@ -768,16 +756,7 @@ fn a_calibrated_camera_is_offered_to_the_model_in_degrees() {
     ] {
         let mut cfg = config();
         cfg.camera_calibrated = calibrated;
-        let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
-        s.step(Input::Start, ms(0));
-        let fx = s.step(
-            Input::Plan(PlanOutcome {
-                pass: 1,
-                plan: Ok(two_step_plan()),
-                latency_ms: 1.0,
-            }),
-            ms(10),
-        );
+        let (mut s, fx) = started_with(cfg, two_step_plan());
         let job = tactical_jobs(&fx)[0];
         assert!(job.tools.contains(&offered), "{calibrated}: {:?}", job.tools);
         assert!(!job.tools.contains(&absent), "{calibrated}: {:?}", job.tools);

@@ -1,0 +1,45 @@
+//! Shared support of the `gamepilot run` integration tests: the command line of a run on the practice game
+//! against a scripted model host (one place for the arguments every such test passes).
+
+#![allow(dead_code)] // each test file uses a part
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The sensors of the practice game.
+pub fn sensors_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors")
+}
+
+/// What one test's run is asked to do.
+pub struct RunSpec<'a> {
+    pub goal: &'a str,
+    pub goal_check: &'a str,
+    pub max_actions: u32,
+    pub budget_s: u32,
+    pub grounding: &'a str,
+}
+
+/// `gamepilot run` on `window` of `display` with the host at `endpoint`, unattended, tactical ticks every
+/// 100 ms, recording into `rec`.
+pub fn run_command(display: &str, window: u32, endpoint: &str, spec: &RunSpec<'_>, rec: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gamepilot"));
+    c.args(["run", "--display", display])
+        .args(["--window", &format!("0x{window:x}")])
+        .args(["--goal", spec.goal, "--goal-check", spec.goal_check])
+        .arg("--sensors")
+        .arg(sensors_file())
+        .args(["--model-endpoint", endpoint])
+        .args(["--max-actions", &spec.max_actions.to_string()])
+        .args(["--session-budget-s", &spec.budget_s.to_string()])
+        .args([
+            "--unattended",
+            "--tactical-interval-ms",
+            "100",
+            "--grounding",
+            spec.grounding,
+        ])
+        .arg("--record")
+        .arg(rec);
+    c
+}
