@@ -756,7 +756,7 @@ fn a_calibrated_camera_is_offered_to_the_model_in_degrees() {
     ] {
         let mut cfg = config();
         cfg.camera_calibrated = calibrated;
-        let (mut s, fx) = started_with(cfg, two_step_plan());
+        let (s, fx) = started_with(cfg, two_step_plan());
         let job = tactical_jobs(&fx)[0];
         assert!(job.tools.contains(&offered), "{calibrated}: {:?}", job.tools);
         assert!(!job.tools.contains(&absent), "{calibrated}: {:?}", job.tools);
