@@ -12,6 +12,7 @@
 
 mod engine;
 pub mod fuzzing;
+mod glyphs;
 pub mod models;
 mod ppocr;
 mod prep;

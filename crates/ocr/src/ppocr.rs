@@ -135,6 +135,10 @@ pub struct PpOcr {
     pub box_thresh: f32,
     /// Counters read below this mean confidence are undefined.
     pub integer_min_confidence: f32,
+    /// Look for lone glyphs the detector missed (compass letters, a single "0" beside its label).
+    pub lone_glyphs: bool,
+    /// A lone glyph's reading is kept at this mean character confidence or above.
+    pub glyph_min_confidence: f32,
 }
 
 fn ort_err(what: &str) -> impl Fn(ort::Error) -> OcrError + '_ {
@@ -201,6 +205,8 @@ impl PpOcr {
             det_thresh: 0.3,
             box_thresh: 0.5,
             integer_min_confidence: 0.7,
+            lone_glyphs: true,
+            glyph_min_confidence: 0.9,
         })
     }
 
@@ -259,23 +265,22 @@ impl PpOcr {
         min_w: usize,
         digits_only: bool,
     ) -> Result<Vec<Decoded>, OcrError> {
-        let mut order: Vec<usize> = (0..boxes.len()).collect();
         let ratio = |r: &Rect| r.w as f32 / r.h.max(1) as f32;
-        order.sort_by(|&a, &b| ratio(&boxes[a]).total_cmp(&ratio(&boxes[b])));
+        let widths: Vec<usize> = boxes
+            .iter()
+            .map(|r| ((REC_H as f32 * ratio(r)).ceil() as usize).clamp(8, 2400))
+            .collect();
         let mut out: Vec<Option<Decoded>> = vec![None; boxes.len()];
-        for batch in order.chunks(REC_BATCH) {
-            let widths: Vec<usize> = batch
+        for batch in width_batches(&widths, min_w) {
+            let bw = batch
                 .iter()
-                .map(|&i| ((REC_H as f32 * ratio(&boxes[i])).ceil() as usize).clamp(8, 2400))
-                .collect();
-            let bw = widths
-                .iter()
-                .copied()
+                .map(|&i| widths[i])
                 .max()
                 .unwrap_or(min_w)
                 .max(min_w)
                 .div_ceil(8)
                 * 8;
+            let widths: Vec<usize> = batch.iter().map(|&i| widths[i]).collect();
             let plane = REC_H * bw;
             let mut input = vec![0f32; batch.len() * 3 * plane];
             for (k, (&i, &w)) in batch.iter().zip(&widths).enumerate() {
@@ -319,6 +324,123 @@ impl PpOcr {
         }
         Ok(out.into_iter().flatten().collect())
     }
+}
+
+impl PpOcr {
+    /// Recognise lone-glyph candidates (boxes of `img`) side by side in one input strip, each grown by
+    /// DB's unclip margin and separated by padding, so the recogniser reads them at its training width
+    /// for the price of their own widths; each candidate's text is the characters decoded over its part.
+    fn recognise_strip(
+        &mut self,
+        img: &Rgb,
+        glyphs: &[Rect],
+    ) -> Result<Vec<Option<(String, f32)>>, OcrError> {
+        /// Padding columns before, between and after the crops.
+        const SEP: usize = 32;
+        let bounds = Rect::new(0, 0, img.w as u32, img.h as u32);
+        let crops: Vec<Rect> = glyphs
+            .iter()
+            .map(|g| {
+                let d = ((g.area() as f32 * 1.6) / (2.0 * (g.w + g.h) as f32))
+                    .max(2.0)
+                    .round() as u32;
+                Rect::new(g.x - d as i32, g.y - d as i32, g.w + 2 * d, g.h + 2 * d)
+                    .clamped_to(&bounds)
+                    .unwrap_or(*g)
+            })
+            .collect();
+        let widths: Vec<usize> = crops
+            .iter()
+            .map(|r| ((REC_H as f32 * r.w as f32 / r.h.max(1) as f32).ceil() as usize).clamp(8, 400))
+            .collect();
+        let mut offsets = Vec::with_capacity(crops.len());
+        let mut x = SEP;
+        for w in &widths {
+            offsets.push(x);
+            x += w + SEP;
+        }
+        let bw = x.max(320).div_ceil(8) * 8;
+        let plane = REC_H * bw;
+        let mut input = vec![0f32; 3 * plane];
+        for ((r, &w), &off) in crops.iter().zip(&widths).zip(&offsets) {
+            if let Some(out) = input.get_mut(off..) {
+                let src = (
+                    r.x.max(0) as usize,
+                    r.y.max(0) as usize,
+                    r.w as usize,
+                    r.h as usize,
+                );
+                resample_into(img, src, w, REC_H, out, bw, plane);
+            }
+        }
+        let t = Tensor::from_array(([1usize, 3, REC_H, bw], input)).map_err(ort_err("recogniser input"))?;
+        let res = self.rec.run(ort::inputs![t]).map_err(ort_err("recogniser"))?;
+        let (shape, probs) = res[0]
+            .try_extract_tensor::<f32>()
+            .map_err(ort_err("recogniser output"))?;
+        let dims: Vec<i64> = shape.iter().copied().collect();
+        let (steps, ncls) = match dims.as_slice() {
+            [_, t, c] => (*t as usize, *c as usize),
+            _ => return Err(OcrError::Runtime(format!("recogniser output shape {dims:?}"))),
+        };
+        let d = ctc(&self.classes, &self.digits, probs, steps, ncls, false);
+        let px_per_step = bw as f32 / steps.max(1) as f32;
+        let mut texts: Vec<(String, Vec<f32>)> = vec![(String::new(), Vec::new()); crops.len()];
+        for (ch, step, prob) in &d.chars {
+            let cx = (*step as f32 + 0.5) * px_per_step;
+            let part = offsets
+                .iter()
+                .zip(&widths)
+                .position(|(&o, &w)| cx >= o as f32 - 6.0 && cx <= (o + w) as f32 + 6.0);
+            if let Some((text, probs)) = part.and_then(|i| texts.get_mut(i)) {
+                if !ch.trim().is_empty() {
+                    text.push_str(ch);
+                    probs.push(*prob);
+                }
+            }
+        }
+        Ok(texts
+            .into_iter()
+            .map(|(text, probs)| {
+                let conf = probs.iter().sum::<f32>() / probs.len().max(1) as f32;
+                let n = text.chars().count();
+                let ok = (1..=3).contains(&n)
+                    && text.chars().all(|c| c.is_alphanumeric())
+                    && conf >= self.glyph_min_confidence;
+                // A lone round glyph beside a label is a counter's zero far more often than the letter O.
+                let text = if text == "O" || text == "o" {
+                    "0".to_string()
+                } else {
+                    text
+                };
+                ok.then_some((text, conf))
+            })
+            .collect())
+    }
+}
+
+/// Batches of crop indices (at most `REC_BATCH` each) in order of width, such that no crop in a batch is
+/// padded past `PAD_SLACK` times its own padded width: the recogniser's cost grows with the batch's
+/// widest input, so one long line must not make every short word pay for its width. Each crop is padded
+/// to at least `min_w` (the recogniser reads a short crop better padded to its training width).
+fn width_batches(widths: &[usize], min_w: usize) -> Vec<Vec<usize>> {
+    /// How much wider than a crop's own padded width its batch may be.
+    const PAD_SLACK: f32 = 1.3;
+    let mut order: Vec<usize> = (0..widths.len()).collect();
+    order.sort_by_key(|&i| widths[i]);
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut first_w = 0usize;
+    for i in order {
+        let w = widths[i].max(min_w);
+        match batches.last_mut() {
+            Some(b) if b.len() < REC_BATCH && w as f32 <= first_w as f32 * PAD_SLACK => b.push(i),
+            _ => {
+                batches.push(vec![i]);
+                first_w = w;
+            }
+        }
+    }
+    batches
 }
 
 /// Greedy CTC: best class per step, repeats merged, blanks dropped.
@@ -397,9 +519,29 @@ impl PpOcr {
         sorted.sort_unstable();
         let median = sorted.get(sorted.len() / 2).copied().unwrap_or(2).max(1);
         let wide = (median * 5 / 2).max(median + 3);
+        // Digits are evenly spaced within a number (tabular figures), so between two digits a gap well
+        // over the usual digit spacing separates two numbers that stand side by side (Doom's AMMO and
+        // HEALTH counters a panel border apart read as "50100%").
+        let is_digit = |c: &(String, usize, f32)| c.0.chars().all(|ch| ch.is_ascii_digit());
+        let mut digit_gaps: Vec<usize> = d
+            .chars
+            .windows(2)
+            .filter(|w| is_digit(&w[0]) && is_digit(&w[1]))
+            .map(|w| w[1].1 - w[0].1)
+            .collect();
+        digit_gaps.sort_unstable();
+        let digit_wide = digit_gaps
+            .get(digit_gaps.len() / 2)
+            .map(|&m| (m * 3).div_ceil(2).max(m + 2));
         let mut groups: Vec<Vec<&(String, usize, f32)>> = vec![Vec::new()];
         for (k, c) in d.chars.iter().enumerate() {
-            let gap_break = k > 0 && gaps.get(k - 1).copied().unwrap_or(0) >= wide;
+            let gap = gaps.get(k.wrapping_sub(1)).copied().unwrap_or(0);
+            let numbers_apart = k > 0
+                && digit_gaps.len() >= 2
+                && is_digit(&d.chars[k - 1])
+                && is_digit(c)
+                && digit_wide.is_some_and(|w| gap >= w);
+            let gap_break = k > 0 && (gap >= wide || numbers_apart);
             if c.0.trim().is_empty() || gap_break {
                 if groups.last().is_some_and(|g| !g.is_empty()) {
                     groups.push(Vec::new());
@@ -455,6 +597,22 @@ impl PpOcr {
         let rects: Vec<Rect> = boxes.iter().map(|b| b.bbox).collect();
         let decoded = self.recognise(&img, &rects, 320, false)?;
         let mut lines = Vec::new();
+        if self.lone_glyphs {
+            let glyphs = crate::glyphs::lone_glyphs(&img.px, img.w, img.h, &rects, &Default::default());
+            if !glyphs.is_empty() {
+                for (g, read) in glyphs.iter().zip(self.recognise_strip(&img, &glyphs)?) {
+                    let Some((text, confidence)) = read else {
+                        continue;
+                    };
+                    let bbox = Rect::new(g.x + region.x, g.y + region.y, g.w, g.h);
+                    lines.extend(TextLine::from_words(vec![TextWord {
+                        text,
+                        bbox,
+                        confidence,
+                    }]));
+                }
+            }
+        }
         for (b, d) in boxes.iter().zip(&decoded) {
             let frame_box = Rect::new(b.bbox.x + region.x, b.bbox.y + region.y, b.bbox.w, b.bbox.h);
             let words: Vec<TextWord> = self
@@ -468,6 +626,7 @@ impl PpOcr {
                 lines.push(line);
             }
         }
+        lines.sort_by_key(|l| (l.bbox.y / 8, l.bbox.x));
         Ok(lines)
     }
 
@@ -497,19 +656,30 @@ impl PpOcr {
         if crop.h < 4 || crop.w < 2 {
             return Ok(None);
         }
-        let decoded = self.recognise(&img, &[crop], 48, true)?;
-        let Some(d) = decoded.first() else {
-            return Ok(None);
-        };
-        if d.chars.is_empty() || d.chars.iter().any(|c| c.0 == "?") {
-            return Ok(None);
+        // A narrow input is fast and reads most counters; a lone small glyph is read with confidence only
+        // padded to the recogniser's training width (a 7×9 "0": 0.58 at 48 px, 0.91 at 320 px), so an
+        // unsure fast read is retried there.
+        let mut best: Option<(String, f32)> = None;
+        for min_w in [48, 320] {
+            let decoded = self.recognise(&img, &[crop], min_w, true)?;
+            let Some(d) = decoded.first() else {
+                continue;
+            };
+            if d.chars.is_empty() || d.chars.iter().any(|c| c.0 == "?") {
+                continue;
+            }
+            let conf = d.chars.iter().map(|c| c.2).sum::<f32>() / d.chars.len() as f32;
+            let text: String = d.chars.iter().map(|c| c.0.as_str()).collect();
+            if best.as_ref().is_none_or(|b| conf > b.1) {
+                best = Some((text, conf));
+            }
+            if conf >= self.integer_min_confidence {
+                break;
+            }
         }
-        let conf = d.chars.iter().map(|c| c.2).sum::<f32>() / d.chars.len() as f32;
-        if conf < self.integer_min_confidence {
-            return Ok(None);
-        }
-        let s: String = d.chars.iter().map(|c| c.0.as_str()).collect();
-        Ok(crate::engine::parse_integer(&s, digits))
+        Ok(best
+            .filter(|(_, conf)| *conf >= self.integer_min_confidence)
+            .and_then(|(s, _)| crate::engine::parse_integer(&s, digits)))
     }
 }
 
