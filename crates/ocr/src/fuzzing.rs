@@ -1,7 +1,7 @@
 //! The OCR preprocessing under arbitrary input (issue 13): one entry point for the fuzz target
 //! (`fuzz/fuzz_targets/ocr_prep.rs`) and for the generated-input test in the normal suite. Every path that
 //! runs before a model — crop, grey, polarity, contrast stretch, scale, pad, binarise, box mapping, ink
-//! bounds, hashing, resampling and the DB post-processing — must return, never panic.
+//! bounds, hashing, resampling, the DB post-processing and the lone-glyph finder — must return, never panic.
 
 use crate::ppocr::{db_boxes, resample_into, Rgb};
 use crate::prep::{binarize, ink_bounds, prepare, region_hash};
@@ -84,6 +84,14 @@ pub fn exercise(data: &[u8]) {
     let prob: Vec<f32> = pixels.iter().map(|&b| b as f32 / 255.0).collect();
     let _ = db_boxes(&prob, w as usize, h as usize, 0.3, 0.5);
     let _ = db_boxes(&prob, w as usize + 1, h as usize, 0.3, 0.5);
+    // The lone-glyph finder, with covered boxes anywhere (inside, outside, degenerate) and a lying size.
+    let covered = [region, Rect::new(0, 0, 0, 0), Rect::new(-5, -5, 3, 3)];
+    let params = crate::glyphs::GlyphParams {
+        radius: at(data, 11) as usize % 20,
+        ..Default::default()
+    };
+    let _ = crate::glyphs::lone_glyphs(&rgb.px, rgb.w, rgb.h, &covered, &params);
+    let _ = crate::glyphs::lone_glyphs(&rgb.px, rgb.w + 2, rgb.h, &covered, &params);
 }
 
 #[cfg(test)]

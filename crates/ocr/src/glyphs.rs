@@ -4,6 +4,7 @@
 //! strip. Pure: pixels in, rectangles out.
 
 use gamepilot_core::Rect;
+use gamepilot_vision::ocr::union;
 
 /// Bounds of what counts as a lone glyph (in image pixels) and how many are proposed per image.
 #[derive(Debug, Clone, Copy)]
@@ -233,18 +234,11 @@ fn join_words(blobs: &[Blob], p: &GlyphParams) -> Vec<Blob> {
         let bbox = word
             .iter()
             .skip(1)
-            .fold(word[0].bbox, |acc, b| bounding(&acc, &b.bbox));
+            .fold(word[0].bbox, |acc, b| union(&acc, &b.bbox));
         let contrast = word.iter().map(|b| b.contrast).sum::<f32>() / word.len() as f32;
         out.push(Blob { bbox, contrast });
     }
     out
-}
-
-/// The smallest rectangle holding both.
-fn bounding(a: &Rect, b: &Rect) -> Rect {
-    let (x0, y0) = (a.x.min(b.x), a.y.min(b.y));
-    let (x1, y1) = (a.right().max(b.right()), a.bottom().max(b.bottom()));
-    Rect::new(x0, y0, (x1 - x0 as i64) as u32, (y1 - y0 as i64) as u32)
 }
 
 #[cfg(test)]
