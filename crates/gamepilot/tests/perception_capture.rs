@@ -1,7 +1,8 @@
 //! Platform tests of perception on a real X server (Xvfb + openbox + the practice game):
 //! capture matches the game's own frame dump (FR-PERC-001), the reflex thumbnail and sensor regions
 //! agree with the full frame (NFR-PERC-002), window moves rebuild the transform chain (FR-PERC-002),
-//! and an unmapped or minimised window is reported as an unsupported mode (FR-PERC-009).
+//! and an unmapped or minimised window is reported as an unsupported mode (FR-PERC-009); `gamepilot observe`
+//! of the practice game's menu labels each menu button with its text (FR-PERC-004, FR-PERC-005, issue 13).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gamepilot_core::{Frame, MonoTime, Rect};
@@ -159,4 +160,49 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
     assert_eq!(d.problem, FrameProblem::Transient);
     assert!(!d.unsupported);
     cap.close(&x);
+}
+
+#[test]
+fn the_menu_observation_labels_play_options_and_shop_buttons_with_their_text() {
+    // FR-PERC-004, FR-PERC-005 (issue 13): white bold "Play" on a blue button was missing from the
+    // observation under tesseract; with PP-OCR every menu button is an element labelled with its text,
+    // lying on the button.
+    let mut bed = TestBed::start().expect("Xvfb + openbox");
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).expect("practice arena");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = tempfile::tempdir().unwrap();
+    let st = Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+        .args([
+            "observe",
+            "--no-a11y",
+            "--window",
+            &format!("0x{:x}", arena.window.id),
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .env("DISPLAY", &bed.display)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gamepilot observe failed");
+    let obs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("observation.json")).unwrap()).unwrap();
+    let g = arena.window.geometry;
+    for label in ["Play", "Options", "Shop"] {
+        let button = practice_arena::game::menu_button(label, g.w as i32, g.h as i32).unwrap();
+        let element = obs["elements"].as_array().unwrap().iter().find(|e| {
+            let b: Vec<i64> = e["bbox"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect();
+            let (cx, cy) = ((b[0] + b[2] / 2) as i32, (b[1] + b[3] / 2) as i32);
+            e["label"].as_str().is_some_and(|l| l.contains(label)) && button.contains(cx, cy)
+        });
+        assert!(
+            element.is_some(),
+            "no element labelled {label:?} on its button {button:?}: {}",
+            obs["elements"]
+        );
+    }
 }

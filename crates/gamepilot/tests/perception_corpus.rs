@@ -14,9 +14,9 @@ use std::path::PathBuf;
 // Issue 13 asks for recall 0.9 and region_integer 0.95; measured with PP-OCR on this corpus: recall 0.863
 // (lone glyphs — compass letters, single digits — and Doom's stylised menu are missed), precision 0.938,
 // region_integer 17/19 = 0.895 (two lone "0"s). The floors are the measured figures, so a regression fails.
-const OCR_RECALL_MIN: f64 = 0.86;
-const OCR_PRECISION_MIN: f64 = 0.93;
-const INTEGER_MIN: f64 = 0.89;
+const OCR_RECALL_MIN: f64 = 0.93;
+const OCR_PRECISION_MIN: f64 = 0.92;
+const INTEGER_MIN: f64 = 0.95;
 const CAMERA_MOTION_MIN: f64 = 0.90;
 const ELEMENT_RECALL_MIN: f64 = 0.85;
 const CLASS_ACCURACY_MIN: f64 = 0.90;
