@@ -18,7 +18,7 @@ const OCR_RECALL_MIN: f64 = 0.93;
 const OCR_PRECISION_MIN: f64 = 0.92;
 const INTEGER_MIN: f64 = 0.95;
 const CAMERA_MOTION_MIN: f64 = 0.90;
-const ELEMENT_RECALL_MIN: f64 = 0.85;
+const ELEMENT_RECALL_MIN: f64 = 0.92;
 const CLASS_ACCURACY_MIN: f64 = 0.90;
 
 fn corpus() -> PathBuf {

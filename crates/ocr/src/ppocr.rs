@@ -200,7 +200,9 @@ impl PpOcr {
             classes,
             digits,
             min_confidence: 0.6,
-            det_max_side: 1280,
+            // 960 reads the corpus (frames 533–1280 wide) as well as 1280 did (recall 0.954 vs 0.950,
+            // precision 0.934 vs 0.938) at 55% of the detector's pixels.
+            det_max_side: 960,
             det_min_side: 736,
             det_thresh: 0.3,
             box_thresh: 0.5,
