@@ -328,17 +328,94 @@ impl PpOcr {
     }
 }
 
+/// Padding columns before, between and after the crops of a packed strip (a multiple of the recogniser's
+/// 8 input columns per CTC step, so each crop's steps start on a step boundary).
+const PACK_SEP: usize = 32;
+/// Widest packed strip, in input columns.
+const PACK_MAX: usize = 1280;
+
 impl PpOcr {
-    /// Recognise lone-glyph candidates (boxes of `img`) side by side in one input strip, each grown by
-    /// DB's unclip margin and separated by padding, so the recogniser reads them at its training width
-    /// for the price of their own widths; each candidate's text is the characters decoded over its part.
-    fn recognise_strip(
-        &mut self,
-        img: &Rgb,
-        glyphs: &[Rect],
-    ) -> Result<Vec<Option<(String, f32)>>, OcrError> {
-        /// Padding columns before, between and after the crops.
-        const SEP: usize = 32;
+    /// Recognise crops of `img` side by side in strips separated by padding, so short crops are read at the
+    /// recogniser's training width for the price of their own widths (six glyphs padded to 320 columns each
+    /// cost 1,920 columns; packed, about their sum). Each crop's result holds the characters decoded over
+    /// its part of the strip, with steps counted from the crop's own start. Used for lone glyphs only: the
+    /// recogniser reads across the strip, and packed words confused letters with digits ("1oo" for "100";
+    /// corpus recall 0.871 and precision 0.860 with words packed, 0.954 and 0.933 without).
+    fn recognise_packed(&mut self, img: &Rgb, crops: &[Rect]) -> Result<Vec<Decoded>, OcrError> {
+        let widths: Vec<usize> = crops
+            .iter()
+            .map(|r| {
+                let w = (REC_H as f32 * r.w as f32 / r.h.max(1) as f32).ceil() as usize;
+                w.clamp(8, PACK_MAX - 2 * PACK_SEP).div_ceil(8) * 8
+            })
+            .collect();
+        let mut out: Vec<Decoded> = Vec::with_capacity(crops.len());
+        let mut start = 0;
+        while start < crops.len() {
+            // One strip: as many crops as fit in PACK_MAX columns (at least one).
+            let mut end = start;
+            let mut x = PACK_SEP;
+            let mut offsets = Vec::new();
+            while end < crops.len() && (end == start || x + widths[end] + PACK_SEP <= PACK_MAX) {
+                offsets.push(x);
+                x += widths[end] + PACK_SEP;
+                end += 1;
+            }
+            let bw = x.max(320).div_ceil(8) * 8;
+            let plane = REC_H * bw;
+            let mut input = vec![0f32; 3 * plane];
+            for k in start..end {
+                let (r, off) = (crops[k], offsets[k - start]);
+                if let Some(slot) = input.get_mut(off..) {
+                    let src = (
+                        r.x.max(0) as usize,
+                        r.y.max(0) as usize,
+                        r.w as usize,
+                        r.h as usize,
+                    );
+                    resample_into(img, src, widths[k], REC_H, slot, bw, plane);
+                }
+            }
+            let t =
+                Tensor::from_array(([1usize, 3, REC_H, bw], input)).map_err(ort_err("recogniser input"))?;
+            let res = self.rec.run(ort::inputs![t]).map_err(ort_err("recogniser"))?;
+            let (shape, probs) = res[0]
+                .try_extract_tensor::<f32>()
+                .map_err(ort_err("recogniser output"))?;
+            let dims: Vec<i64> = shape.iter().copied().collect();
+            let (steps, ncls) = match dims.as_slice() {
+                [_, t, c] => (*t as usize, *c as usize),
+                _ => return Err(OcrError::Runtime(format!("recogniser output shape {dims:?}"))),
+            };
+            let strip = ctc(&self.classes, &self.digits, probs, steps, ncls, false);
+            let px_per_step = bw as f32 / steps.max(1) as f32;
+            for k in start..end {
+                let (off, w) = (offsets[k - start], widths[k]);
+                let first_step = (off as f32 / px_per_step) as usize;
+                let chars = strip
+                    .chars
+                    .iter()
+                    .filter(|c| {
+                        let cx = (c.1 as f32 + 0.5) * px_per_step;
+                        cx >= off as f32 - 6.0 && cx <= (off + w) as f32 + 6.0
+                    })
+                    .map(|c| (c.0.clone(), c.1.saturating_sub(first_step), c.2))
+                    .collect();
+                out.push(Decoded {
+                    chars,
+                    steps: (w as f32 / px_per_step).ceil() as usize,
+                    scaled_w: w,
+                    px_per_step,
+                });
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// Recognise lone-glyph candidates (boxes of `img`), each grown by DB's unclip margin, packed into
+    /// strips; a reading is kept when it is one to three letters or digits at `glyph_min_confidence`.
+    fn read_glyphs(&mut self, img: &Rgb, glyphs: &[Rect]) -> Result<Vec<Option<(String, f32)>>, OcrError> {
         let bounds = Rect::new(0, 0, img.w as u32, img.h as u32);
         let crops: Vec<Rect> = glyphs
             .iter()
@@ -351,62 +428,15 @@ impl PpOcr {
                     .unwrap_or(*g)
             })
             .collect();
-        let widths: Vec<usize> = crops
-            .iter()
-            .map(|r| ((REC_H as f32 * r.w as f32 / r.h.max(1) as f32).ceil() as usize).clamp(8, 400))
-            .collect();
-        let mut offsets = Vec::with_capacity(crops.len());
-        let mut x = SEP;
-        for w in &widths {
-            offsets.push(x);
-            x += w + SEP;
-        }
-        let bw = x.max(320).div_ceil(8) * 8;
-        let plane = REC_H * bw;
-        let mut input = vec![0f32; 3 * plane];
-        for ((r, &w), &off) in crops.iter().zip(&widths).zip(&offsets) {
-            if let Some(out) = input.get_mut(off..) {
-                let src = (
-                    r.x.max(0) as usize,
-                    r.y.max(0) as usize,
-                    r.w as usize,
-                    r.h as usize,
-                );
-                resample_into(img, src, w, REC_H, out, bw, plane);
-            }
-        }
-        let t = Tensor::from_array(([1usize, 3, REC_H, bw], input)).map_err(ort_err("recogniser input"))?;
-        let res = self.rec.run(ort::inputs![t]).map_err(ort_err("recogniser"))?;
-        let (shape, probs) = res[0]
-            .try_extract_tensor::<f32>()
-            .map_err(ort_err("recogniser output"))?;
-        let dims: Vec<i64> = shape.iter().copied().collect();
-        let (steps, ncls) = match dims.as_slice() {
-            [_, t, c] => (*t as usize, *c as usize),
-            _ => return Err(OcrError::Runtime(format!("recogniser output shape {dims:?}"))),
-        };
-        let d = ctc(&self.classes, &self.digits, probs, steps, ncls, false);
-        let px_per_step = bw as f32 / steps.max(1) as f32;
-        let mut texts: Vec<(String, Vec<f32>)> = vec![(String::new(), Vec::new()); crops.len()];
-        for (ch, step, prob) in &d.chars {
-            let cx = (*step as f32 + 0.5) * px_per_step;
-            let part = offsets
-                .iter()
-                .zip(&widths)
-                .position(|(&o, &w)| cx >= o as f32 - 6.0 && cx <= (o + w) as f32 + 6.0);
-            if let Some((text, probs)) = part.and_then(|i| texts.get_mut(i)) {
-                if !ch.trim().is_empty() {
-                    text.push_str(ch);
-                    probs.push(*prob);
-                }
-            }
-        }
-        Ok(texts
+        Ok(self
+            .recognise_packed(img, &crops)?
             .into_iter()
-            .map(|(text, probs)| {
-                let conf = probs.iter().sum::<f32>() / probs.len().max(1) as f32;
-                let n = text.chars().count();
-                let ok = (1..=3).contains(&n)
+            .map(|d| {
+                let kept: Vec<&(String, usize, f32)> =
+                    d.chars.iter().filter(|c| !c.0.trim().is_empty()).collect();
+                let text: String = kept.iter().map(|c| c.0.as_str()).collect();
+                let conf = kept.iter().map(|c| c.2).sum::<f32>() / kept.len().max(1) as f32;
+                let ok = (1..=3).contains(&kept.len())
                     && text.chars().all(|c| c.is_alphanumeric())
                     && conf >= self.glyph_min_confidence;
                 // A lone round glyph beside a label is a counter's zero far more often than the letter O.
@@ -602,7 +632,7 @@ impl PpOcr {
         if self.lone_glyphs {
             let glyphs = crate::glyphs::lone_glyphs(&img.px, img.w, img.h, &rects, &Default::default());
             if !glyphs.is_empty() {
-                for (g, read) in glyphs.iter().zip(self.recognise_strip(&img, &glyphs)?) {
+                for (g, read) in glyphs.iter().zip(self.read_glyphs(&img, &glyphs)?) {
                     let Some((text, confidence)) = read else {
                         continue;
                     };
