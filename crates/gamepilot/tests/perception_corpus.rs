@@ -11,9 +11,10 @@ use gamepilot_vision::{classify, ClassifierParams, FrameClass, MarkRenderer, Ocr
 use serde_json::Value;
 use std::path::PathBuf;
 
-// Issue 13 asks for recall 0.9 and region_integer 0.95; measured with PP-OCR on this corpus: recall 0.863
-// (lone glyphs — compass letters, single digits — and Doom's stylised menu are missed), precision 0.938,
-// region_integer 17/19 = 0.895 (two lone "0"s). The floors are the measured figures, so a regression fails.
+// Issue 13 asks for recall 0.9, precision 0.9, region_integer 0.95 and camera turns 0.9. Measured with
+// PP-OCR on this corpus (2026-12-01): recall 0.954 (230/241), precision 0.933, region_integer 19/19, camera
+// pairs 5/5, element recall 0.937, classification 26/26. The floors sit a little under the figures (other
+// CPUs' kernels may round differently) and never under the issue's bar, so a regression fails.
 const OCR_RECALL_MIN: f64 = 0.93;
 const OCR_PRECISION_MIN: f64 = 0.92;
 const INTEGER_MIN: f64 = 0.95;
