@@ -65,6 +65,47 @@ fn degenerate_regions_are_undefined_or_an_error_never_a_panic() {
 }
 
 #[test]
+fn noise_and_hard_edges_are_read_without_a_panic_and_within_bounds() {
+    // Issue 13: random pixels (thousands of glyph-sized specks for the lone-glyph finder) and a frame of
+    // 1-pixel stripes through every PP-OCR path: an answer, every box inside the region, never a panic.
+    let mut p = PpOcr::new().unwrap();
+    let mut seed = 13u64;
+    let mut noise = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (seed >> 56) as u8
+            })
+            .collect()
+    };
+    let (w, h) = (640u32, 360u32);
+    let random = noise((w * h * 4) as usize);
+    let stripes: Vec<u8> = (0..w * h)
+        .flat_map(|i| {
+            if (i % w) % 2 == 0 {
+                [255u8, 255, 255, 255]
+            } else {
+                [0, 0, 0, 255]
+            }
+        })
+        .collect();
+    for px in [random, stripes] {
+        let view = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &px).unwrap();
+        for r in regions(w, h) {
+            if let Ok(lines) = p.lines(&view, r) {
+                let inside = r.clamped_to(&view.bounds()).unwrap();
+                for l in &lines {
+                    assert!(inside.contains_rect(&l.bbox), "{r:?}: {l:?} outside {inside:?}");
+                }
+            }
+            let _ = p.read_integer(&view, r, 0);
+        }
+    }
+}
+
+#[test]
 fn the_worker_keeps_serving_after_degenerate_regions() {
     let mut w = OcrWorker::spawn().expect("the default engine starts");
     let (fw, fh) = (64u32, 24u32);
