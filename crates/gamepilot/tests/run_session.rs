@@ -282,3 +282,64 @@ fn run_calibrates_the_camera_and_the_model_turns_it_in_degrees() {
     assert!(bed.x11().unwrap().server_held().unwrap().is_empty());
     replays(&rec);
 }
+
+#[test]
+fn run_refuses_a_degenerate_plan_with_its_reason_and_adopts_the_plan_asked_again() {
+    // Issue 16 item 5 (FR-LOOP-004): the first plan repeats one subgoal; `run` refuses it, the model is
+    // asked again once with the reason in its prompt, and the second, sound plan is adopted.
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    let plans = Arc::new(AtomicU32::new(0));
+    let asked = plans.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            if asked.fetch_add(1, Ordering::SeqCst) == 0 {
+                return gamepilot_testbed::plan_reply(
+                    req,
+                    &[("start the game", "in_play"), ("start the game", "in_play")],
+                );
+            }
+            return plan_reply(req);
+        }
+        Reply::json(&json!({"action": "wait", "duration_ms": 300}))
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let spec = RunSpec {
+        goal: "Click Play, then collect a coin.",
+        goal_check: "coins >= 1",
+        max_actions: 3,
+        budget_s: 12,
+        grounding: "mark",
+    };
+    let out = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
+        .output()
+        .unwrap();
+    let text = show(&out);
+    assert!(matches!(out.status.code(), Some(0) | Some(4)), "{text}");
+    let deliberative: Vec<ChatRequest> = host
+        .chat_requests()
+        .into_iter()
+        .filter(|r| r.system_text().contains("deliberative planner"))
+        .collect();
+    assert!(deliberative.len() >= 2, "asked again: {text}");
+    let second = deliberative[1].prompt_text();
+    assert!(
+        second.contains("plan refused") && second.contains("both end at \"in_play\""),
+        "the reason reaches the model:\n{second}"
+    );
+    let ev = events(&rec);
+    assert!(
+        ev.iter().any(|e| e["kind"] == "failure"
+            && e["cause"] == "plan"
+            && e["evidence"].as_str().unwrap_or("").contains("refused")),
+        "the refusal is recorded as a plan failure"
+    );
+    let adopted = ev
+        .iter()
+        .filter(|e| e["kind"] == "decision")
+        .any(|e| e.to_string().contains("plan_adopted"));
+    assert!(adopted, "the second plan is adopted");
+    replays(&rec);
+}

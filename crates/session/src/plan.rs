@@ -76,9 +76,78 @@ pub fn plan_from_reply(value: &Value, post: &Postconditions, first_id: u32) -> R
     Ok(plan)
 }
 
+/// Whether a plan makes sense now (issue 16): its subgoals reach different states — no two share a
+/// postcondition or a description — and none is reached already. `already_true(source)` is the
+/// postcondition's value on the latest reflex tick (`None`: undefined, never a reason to reject). `Err`
+/// says why, in words the model reads when it is asked again.
+pub fn plan_sense(spec: &PlanSpec, already_true: impl Fn(&str) -> Option<bool>) -> Result<(), String> {
+    let key = |d: &str| d.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    for (i, s) in spec.subgoals.iter().enumerate() {
+        for (j, o) in spec.subgoals[..i].iter().enumerate() {
+            if o.postcondition.source == s.postcondition.source {
+                return Err(format!(
+                    "subgoals {} and {} both end at {:?}: each subgoal must reach a different state",
+                    j + 1,
+                    i + 1,
+                    s.postcondition.source
+                ));
+            }
+            if !s.description.trim().is_empty() && key(&o.description) == key(&s.description) {
+                return Err(format!(
+                    "subgoals {} and {} are both {:?}: each subgoal must be a different step",
+                    j + 1,
+                    i + 1,
+                    s.description
+                ));
+            }
+        }
+        if already_true(&s.postcondition.source) == Some(true) {
+            return Err(format!(
+                "subgoal {} ends at {:?}, which is already true: plan only what is not done yet",
+                i + 1,
+                s.postcondition.source
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(items: &[(&str, &str)]) -> PlanSpec {
+        let post = Postconditions {
+            sources: vec!["coins >= 1".into(), "in_menu".into(), "playing".into()],
+        };
+        let subgoals: Vec<Value> = items
+            .iter()
+            .map(|(d, p)| json!({"description": d, "postcondition": p, "max_actions": 5, "max_time_s": 30}))
+            .collect();
+        plan_from_reply(&json!({ "subgoals": subgoals }), &post, 1).unwrap()
+    }
+
+    #[test]
+    fn a_degenerate_plan_is_refused_with_its_reason() {
+        // Issue 16 item 5: identical subgoals, a repeated postcondition, a postcondition already true.
+        let never = |_: &str| Some(false);
+        let good = spec(&[("click Play", "playing"), ("collect a coin", "coins >= 1")]);
+        assert_eq!(plan_sense(&good, never), Ok(()));
+        let same_post = spec(&[("click Play", "playing"), ("press Play", "playing")]);
+        let e = plan_sense(&same_post, never).unwrap_err();
+        assert!(e.contains("subgoals 1 and 2 both end at \"playing\""), "{e}");
+        let same_text = spec(&[("Collect  a coin", "playing"), ("collect a coin", "coins >= 1")]);
+        assert!(plan_sense(&same_text, never).unwrap_err().contains("are both"));
+        let in_menu = |s: &str| Some(s == "in_menu");
+        let done = spec(&[("go to the menu", "in_menu"), ("collect a coin", "coins >= 1")]);
+        let e = plan_sense(&done, in_menu).unwrap_err();
+        assert!(
+            e.contains("subgoal 1 ends at \"in_menu\", which is already true"),
+            "{e}"
+        );
+        // An undefined value (a sensor not read yet) is no reason to refuse.
+        assert_eq!(plan_sense(&done, |_| None), Ok(()));
+    }
 
     #[test]
     fn plan_reply_maps_postconditions_to_handles_and_budgets() {

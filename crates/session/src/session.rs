@@ -26,7 +26,7 @@ use gamepilot_grounding::{
     GroundingPath, Target,
 };
 use gamepilot_planner::{
-    Command, Event, FrameChange, LoopConfig, LoopState, Rung, StopReason, SubgoalStatus,
+    Command, Event, FrameChange, LoopConfig, LoopState, Rung, StopReason, SubgoalStatus, Trigger,
 };
 use gamepilot_vision::Observation;
 use serde::{Deserialize, Serialize};
@@ -214,6 +214,9 @@ pub struct Session {
     generation: u64,
     health: FrameHealth,
     last_goal_met: Option<bool>,
+    /// The pass and trigger of the deliberation last started, and whether its plan was already refused
+    /// once as degenerate and asked again (issue 16: asked again once, then the pass fails).
+    deliberation: Option<(u64, Trigger, bool)>,
     stop: Option<SessionStop>,
     stopped_by: Option<String>,
     /// Consecutive tactical calls the host refused as too large.
@@ -377,6 +380,7 @@ impl Session {
             generation: 0,
             health: FrameHealth::Ok,
             last_goal_met: None,
+            deliberation: None,
             stop: None,
             stopped_by: None,
             overflow_streak: 0,
@@ -568,26 +572,10 @@ impl Session {
             match c {
                 Command::StartDeliberation { pass, trigger } => {
                     self.numbers.deliberative_passes += 1;
-                    let first_id = self.next_subgoal;
-                    self.next_subgoal += 3;
-                    let context_fingerprint = fingerprint(
-                        &self
-                            .context
-                            .assemble(
-                                Cadence::Deliberative,
-                                &ObservationText::new(now, self.last_observation.clone()),
-                                None,
-                            )
-                            .render(),
-                    );
-                    out.push(Effect::StartDeliberation(DeliberationJob {
-                        pass,
-                        trigger,
-                        context: Box::new(self.context.clone()),
-                        context_fingerprint,
-                        observation: self.last_observation.clone(),
-                        first_id,
-                    }));
+                    self.deliberation = Some((pass, trigger.clone(), false));
+                    out.push(Effect::StartDeliberation(
+                        self.deliberation_job(pass, trigger, now),
+                    ));
                 }
                 Command::PlanAdopted { .. }
                 | Command::SubgoalCompleted { .. }
@@ -1241,7 +1229,66 @@ impl Session {
         }
     }
 
+    /// A deliberative pass's job: the context as of now and fresh subgoal ids.
+    fn deliberation_job(&mut self, pass: u64, trigger: Trigger, now: MonoTime) -> DeliberationJob {
+        let first_id = self.next_subgoal;
+        self.next_subgoal += 3;
+        let context_fingerprint = fingerprint(
+            &self
+                .context
+                .assemble(
+                    Cadence::Deliberative,
+                    &ObservationText::new(now, self.last_observation.clone()),
+                    None,
+                )
+                .render(),
+        );
+        DeliberationJob {
+            pass,
+            trigger,
+            context: Box::new(self.context.clone()),
+            context_fingerprint,
+            observation: self.last_observation.clone(),
+            first_id,
+        }
+    }
+
+    /// A postcondition's value on the latest reflex tick: a boolean sensor by its name, the goal check
+    /// (the one postcondition that is no sensor's name) by the goal's value.
+    fn postcondition_value(&self, source: &str) -> Option<bool> {
+        match self.numbers.sensors.iter().find(|(n, _)| n == source) {
+            Some((_, v)) => v.map(|v| v != 0.0),
+            None => self.last_goal_met,
+        }
+    }
+
     fn on_plan(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        // Issue 16: a degenerate plan (subgoals alike, a postcondition already true) is refused with its
+        // reason, which the model reads when it is asked again, once; a second refusal fails the pass.
+        let senseless = p
+            .plan
+            .as_ref()
+            .ok()
+            .and_then(|spec| crate::plan::plan_sense(spec, |s| self.postcondition_value(s)).err());
+        if let Some(reason) = senseless {
+            out.push(Effect::Record(SessionRecord::Failure {
+                action: None,
+                cause: FailureCause::Plan,
+                evidence: format!("plan of pass {} refused: {reason}", p.pass),
+            }));
+            self.context
+                .record(HistoryEntry::new(now, "plan refused".to_string(), reason.clone()));
+            match self.deliberation.clone() {
+                Some((pass, trigger, false)) if pass == p.pass => {
+                    self.deliberation = Some((pass, trigger.clone(), true));
+                    out.push(Effect::StartDeliberation(
+                        self.deliberation_job(pass, trigger, now),
+                    ));
+                }
+                _ => self.feed(Event::DeliberationFailed { pass: p.pass, reason }, now, out),
+            }
+            return;
+        }
         match p.plan {
             Ok(plan) => self.feed(
                 Event::DeliberationDone {

@@ -804,3 +804,73 @@ fn a_model_host_that_stays_unreachable_stops_the_session_with_a_named_reason() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_the_pass_fails() {
+    // Issue 16 item 5: identical subgoals, then a postcondition that is already true.
+    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let twice = PlanSpec {
+        subgoals: vec![
+            subgoal(1, 1, "playing", "start the game"),
+            subgoal(2, 1, "playing", "start the game again"),
+        ],
+    };
+    let fx = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(twice),
+            latency_ms: 1.0,
+        }),
+        ms(10),
+    );
+    let again: Vec<&DeliberationJob> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::StartDeliberation(j) => Some(j),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(again.len(), 1, "asked again: {fx:?}");
+    assert_eq!(again[0].pass, 1, "the same pass");
+    assert!(again[0].first_id > 3, "fresh subgoal ids");
+    let prompt = again[0]
+        .context
+        .assemble(Cadence::Deliberative, &ObservationText::new(ms(10), ""), None)
+        .render();
+    assert!(
+        prompt.contains("both end at \"playing\""),
+        "the reason reaches the model: {prompt}"
+    );
+    assert!(records(&fx).iter().any(|r| matches!(r, SessionRecord::Failure { cause: FailureCause::Plan, evidence, .. } if evidence.contains("refused"))));
+    assert_eq!(s.loop_state().active_subgoal(), None, "nothing adopted");
+    // The playing sensor reads true now: a plan that starts by reaching it is refused too, and this
+    // second refusal fails the pass (no third ask).
+    let mut tick = reflex(1);
+    tick.sensors = vec![("playing".into(), Some(1.0))];
+    s.step(Input::Reflex(tick), ms(20));
+    let fx = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(two_step_plan()),
+            latency_ms: 1.0,
+        }),
+        ms(30),
+    );
+    assert!(
+        !fx.iter()
+            .any(|e| matches!(e, Effect::StartDeliberation(j) if j.pass == 1)),
+        "{fx:?}"
+    );
+    assert!(records(&fx)
+        .iter()
+        .any(|r| matches!(r, SessionRecord::Failure { evidence, .. } if evidence.contains("already true"))));
+    assert!(records(&fx).iter().any(|r| matches!(
+        r,
+        SessionRecord::LoopStep {
+            event: gamepilot_planner::Event::DeliberationFailed { pass: 1, .. },
+            ..
+        }
+    )));
+    assert_eq!(s.loop_state().active_subgoal(), None);
+}
