@@ -41,6 +41,8 @@ enum Command {
     Report(cmd::report::Args),
     /// Measure the no-progress signals on recorded sessions (threshold calibration, FR-LOOP-005).
     CalibrateStuck(cmd::calibrate_stuck::Args),
+    /// Score the model's decisions on the labelled decision points (accuracy per scene kind).
+    Eval(cmd::eval::Args),
     /// Print benchmark figures for the platform paths (capture, executor, interlocks, model).
     Bench(cmd::bench::Args),
     /// The guardian process (started by the core; not for direct use).
@@ -58,6 +60,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sensor(a) => cmd::sensor::run(a),
         Command::Act(a) => cmd::act::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Eval(a) => cmd::eval::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Report(a) => cmd::report::run(a),

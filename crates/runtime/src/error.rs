@@ -38,6 +38,9 @@ pub enum RuntimeError {
     /// A worker's body panicked; caught so that its releases still ran (issue 14).
     #[error("panicked: {0}")]
     Panicked(String),
+    /// `gamepilot eval`: the session for a decision point's goal could not be built.
+    #[error("eval: {0}")]
+    Eval(String),
     /// An image file that cannot be read as a frame.
     #[error("image {path}: {detail}")]
     Image { path: String, detail: String },

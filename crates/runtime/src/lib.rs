@@ -9,6 +9,7 @@ pub mod deliberative;
 pub mod destructive;
 pub mod driver;
 mod error;
+pub mod eval;
 pub mod gpu_watch;
 pub mod guardian_handle;
 pub mod interlocks;

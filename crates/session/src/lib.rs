@@ -4,6 +4,7 @@
 
 pub mod destructive;
 pub mod effect;
+pub mod eval;
 pub mod input;
 pub mod plan;
 pub mod scene;

@@ -10,6 +10,7 @@ pub mod classify;
 pub mod common;
 pub mod demo;
 pub mod doctor;
+pub mod eval;
 pub mod guardian;
 pub mod observe;
 pub mod replay;

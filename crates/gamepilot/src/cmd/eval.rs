@@ -1,0 +1,94 @@
+//! `gamepilot eval`: decision accuracy on the labelled decision points of `corpus/decisions.json`
+//! (issue 16) — per scene kind, schema validity, latency and prefix cache — printed as a table and
+//! written as JSON; `--min-accuracy` makes it a gate (exit 1 under the floor).
+
+use super::run::ModelArgs;
+use anyhow::Context as _;
+use gamepilot_runtime::eval::{evaluate, EvalSetup};
+use gamepilot_session::eval::{DecisionCorpus, EvalSummary};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The decision corpus (its frames are in `frames/` beside it).
+    #[arg(long, default_value = "corpus/decisions.json")]
+    pub corpus: PathBuf,
+    /// Score every K-th point only (a fixed subset: CI uses one).
+    #[arg(long, default_value_t = 1)]
+    pub every: usize,
+    /// At most this many points.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Write the per-point results and the summary here as JSON.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Exit 1 when the overall accuracy is below this.
+    #[arg(long)]
+    pub min_accuracy: Option<f64>,
+    /// Tokens one reply may take.
+    #[arg(long, default_value_t = 96)]
+    pub max_tokens: u32,
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(&args.corpus)
+        .with_context(|| format!("reading the decision corpus {}", args.corpus.display()))?;
+    let corpus: DecisionCorpus = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a decision corpus", args.corpus.display()))?;
+    let points = corpus.subset(args.every, args.limit);
+    anyhow::ensure!(!points.is_empty(), "no decision points selected");
+    let frames = args
+        .corpus
+        .parent()
+        .map(|p| p.join("frames"))
+        .unwrap_or_else(|| PathBuf::from("frames"));
+    let (client, _host) = args.model.connect()?;
+    println!(
+        "eval: {} of {} decision points (corpus v{}), host {}",
+        points.len(),
+        corpus.points.len(),
+        corpus.version,
+        client.base_url()
+    );
+    let setup = EvalSetup {
+        client: &client,
+        model_name: &args.model.model_name,
+        frames: &frames,
+        max_tokens: args.max_tokens,
+    };
+    let results = evaluate(&setup, &points, |r| {
+        println!(
+            "  {:<28} {:<9} {:<7} {:>6.0} ms  {}",
+            r.id,
+            r.kind,
+            if r.correct {
+                "right"
+            } else if r.valid {
+                "wrong"
+            } else {
+                "invalid"
+            },
+            r.latency_ms,
+            r.reply.chars().take(70).collect::<String>()
+        );
+    })?;
+    let summary = EvalSummary::of(&results);
+    print!("{}", summary.table());
+    if let Some(out) = &args.out {
+        let json = serde_json::json!({ "summary": summary, "results": results });
+        std::fs::write(out, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    match args.min_accuracy {
+        Some(floor) if summary.overall.accuracy() < floor => {
+            println!(
+                "accuracy {:.3} is under the floor {floor:.3}",
+                summary.overall.accuracy()
+            );
+            Ok(1)
+        }
+        _ => Ok(0),
+    }
+}

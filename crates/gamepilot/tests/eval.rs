@@ -1,0 +1,93 @@
+//! `gamepilot eval` against scripted hosts (issue 16): a host that answers every decision point right
+//! (a click at the labelled box's centre) scores 1.0 in every scene kind; a deliberately wrong one (it
+//! always waits) scores 0 and fails the `--min-accuracy` gate. Real PP-OCR perception of the corpus
+//! frames, the real tactical prompt and schema; only the model is scripted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
+use gamepilot_testbed::{ChatRequest, HostConfig, Reply, ScriptedHost};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
+}
+
+/// Run `gamepilot eval` on every 7th point against `host`; its exit code and its JSON result.
+fn eval(host: &ScriptedHost, extra: &[&str]) -> (i32, Value) {
+    let out_file = tempfile::NamedTempFile::new().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+        .args(["eval", "--model-endpoint", &host.base_url(), "--every", "7"])
+        .arg("--corpus")
+        .arg(corpus().join("decisions.json"))
+        .arg("--out")
+        .arg(out_file.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(out_file.path()).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no JSON result ({e}):\n{text}"));
+    (out.status.code().unwrap_or(-1), result)
+}
+
+#[test]
+fn a_scripted_correct_host_scores_one_and_a_wrong_one_scores_zero_and_fails_the_gate() {
+    // Answer key: (goal, frame size) -> the labelled box's centre.
+    let decisions: Value =
+        serde_json::from_str(&std::fs::read_to_string(corpus().join("decisions.json")).unwrap()).unwrap();
+    let mut key: Vec<(String, String, (i64, i64))> = Vec::new();
+    for p in decisions["points"].as_array().unwrap() {
+        let (w, h) =
+            image::image_dimensions(corpus().join("frames").join(p["frame"].as_str().unwrap())).unwrap();
+        let a: Vec<i64> = p["accept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
+        key.push((
+            p["goal"].as_str().unwrap().to_string(),
+            format!("frame {w}x{h}"),
+            (a[0] + a[2] / 2, a[1] + a[3] / 2),
+        ));
+    }
+    let right = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        let prompt = req.prompt_text();
+        match key
+            .iter()
+            .find(|(goal, size, _)| prompt.contains(goal.as_str()) && prompt.contains(size.as_str()))
+        {
+            Some((_, _, (x, y))) => Reply::json(&json!({"action": "click", "x": x, "y": y})),
+            None => Reply::json(&json!({"action": "wait", "duration_ms": 100})),
+        }
+    })
+    .unwrap();
+    let (code, result) = eval(&right, &["--min-accuracy", "0.99"]);
+    let summary = &result["summary"];
+    assert_eq!(code, 0, "{summary}");
+    assert_eq!(summary["overall"]["points"], 28, "every 7th of 190 points");
+    assert_eq!(
+        summary["overall"]["correct"], summary["overall"]["points"],
+        "{summary}"
+    );
+    assert_eq!(summary["schema_valid"], 1.0);
+    let kinds = summary["per_kind"].as_object().unwrap();
+    assert!(kinds.len() >= 3, "several scene kinds: {kinds:?}");
+    for (kind, t) in kinds {
+        assert_eq!(t["correct"], t["points"], "{kind}: {t}");
+    }
+    let wrong = ScriptedHost::start(HostConfig::new(), |_: &ChatRequest| {
+        Reply::json(&json!({"action": "wait", "duration_ms": 100}))
+    })
+    .unwrap();
+    let (code, result) = eval(&wrong, &["--min-accuracy", "0.2"]);
+    assert_eq!(code, 1, "under the floor: {}", result["summary"]);
+    assert_eq!(result["summary"]["overall"]["correct"], 0);
+    assert_eq!(result["summary"]["schema_valid"], 1.0, "valid, just wrong");
+}

@@ -1,0 +1,97 @@
+//! `gamepilot eval`'s IO (issue 16): for each labelled decision point, perceive its frame as the tactical
+//! thread does (PP-OCR, elements, marks), assemble the tactical prompt a fresh `run` session would send
+//! for the point's goal (the same context, tools and schema), ask the model host, and score the reply
+//! with `gamepilot_session::eval`.
+
+use crate::RuntimeError;
+use gamepilot_context::{tactical_schema, Cadence, ObservationText, SchemaLimits, TacticalReply, ToolSet};
+use gamepilot_core::{ElementId, MonoTime, Size};
+use gamepilot_model::{CancelToken, ChatRequest, HostClient};
+use gamepilot_session::eval::{judge, DecisionPoint, PointResult};
+use gamepilot_session::{observation_for_model, session_tools, Session, SessionConfig};
+use gamepilot_vision::{Ocr, Perceiver};
+use std::path::Path;
+
+/// What one evaluation asks of the host.
+pub struct EvalSetup<'a> {
+    pub client: &'a HostClient,
+    pub model_name: &'a str,
+    /// The corpus's `frames/` directory.
+    pub frames: &'a Path,
+    pub max_tokens: u32,
+}
+
+/// Score every point; a point whose frame cannot be read is an error, a host failure is an invalid
+/// (and wrong) reply. `progress` hears each result as it is scored.
+pub fn evaluate(
+    setup: &EvalSetup<'_>,
+    points: &[DecisionPoint],
+    mut progress: impl FnMut(&PointResult),
+) -> Result<Vec<PointResult>, RuntimeError> {
+    let mut ocr = gamepilot_ocr::default_engine()?;
+    let tools = ToolSet::new(&session_tools(false))?;
+    let cancel = CancelToken::new();
+    let mut out = Vec::with_capacity(points.len());
+    for point in points {
+        let frame = crate::load_image(&setup.frames.join(&point.frame))?;
+        let view = frame.view();
+        let mut perceiver = Perceiver::new();
+        let class = perceiver.classify_view(&view).class;
+        let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
+        let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
+        // The context of a fresh session for this goal: the prefix `run` sends, byte for byte.
+        let session = Session::new(
+            SessionConfig {
+                goal: point.goal.clone(),
+                postconditions: vec!["goal".into()],
+                ..SessionConfig::default()
+            },
+            MonoTime::ZERO,
+        )
+        .map_err(|e| RuntimeError::Eval(e.to_string()))?;
+        let cfg = SessionConfig::default();
+        let text = observation_for_model(&obs.to_text(), Default::default(), cfg.observation_max_bytes);
+        let prompt = session.context().assemble(
+            Cadence::Tactical,
+            &ObservationText::new(MonoTime::ZERO, text),
+            None,
+        );
+        let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
+        let schema = tactical_schema(
+            &tools,
+            &marks,
+            Size::new(frame.width, frame.height),
+            &SchemaLimits::default(),
+        )?;
+        let chat = ChatRequest::from_prompt(setup.model_name, &prompt, setup.max_tokens);
+        let result = match setup.client.chat_structured(&chat, &schema, &cancel) {
+            Ok(r) => {
+                let t = &r.reply.timings;
+                let parsed = TacticalReply::parse(&r.value, &schema);
+                PointResult {
+                    id: point.id.clone(),
+                    kind: point.kind.clone(),
+                    valid: parsed.is_ok(),
+                    correct: parsed.as_ref().is_ok_and(|reply| judge(reply, &obs, point)),
+                    latency_ms: t.wall_ms,
+                    prompt_tokens: t.prompt_tokens.unwrap_or(0),
+                    cached_tokens: t.cached_tokens.unwrap_or(0),
+                    reply: r.reply.content.clone(),
+                }
+            }
+            Err(e) => PointResult {
+                id: point.id.clone(),
+                kind: point.kind.clone(),
+                valid: false,
+                correct: false,
+                latency_ms: 0.0,
+                prompt_tokens: 0,
+                cached_tokens: 0,
+                reply: format!("error: {e}"),
+            },
+        };
+        progress(&result);
+        out.push(result);
+    }
+    Ok(out)
+}
