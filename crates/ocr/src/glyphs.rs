@@ -203,10 +203,7 @@ fn join_words(blobs: &[Blob], p: &GlyphParams) -> Vec<Blob> {
         }
         used[i] = true;
         let mut word = vec![blobs[i]];
-        loop {
-            let Some(last) = word.last().copied() else {
-                break;
-            };
+        while let Some(last) = word.last().copied() {
             let next = (0..blobs.len()).find(|&j| {
                 let b = &blobs[j];
                 let (lh, bh) = (last.bbox.h as f32, b.bbox.h as f32);

@@ -572,7 +572,7 @@ impl Session {
             match c {
                 Command::StartDeliberation { pass, trigger } => {
                     self.numbers.deliberative_passes += 1;
-                    self.deliberation = Some((pass, trigger.clone(), false));
+                    self.deliberation = Some((pass, trigger, false));
                     out.push(Effect::StartDeliberation(
                         self.deliberation_job(pass, trigger, now),
                     ));
@@ -1278,9 +1278,9 @@ impl Session {
             }));
             self.context
                 .record(HistoryEntry::new(now, "plan refused".to_string(), reason.clone()));
-            match self.deliberation.clone() {
+            match self.deliberation {
                 Some((pass, trigger, false)) if pass == p.pass => {
-                    self.deliberation = Some((pass, trigger.clone(), true));
+                    self.deliberation = Some((pass, trigger, true));
                     out.push(Effect::StartDeliberation(
                         self.deliberation_job(pass, trigger, now),
                     ));
