@@ -59,7 +59,7 @@ pub(crate) fn lone_glyphs(rgb: &[u8], w: usize, h: usize, covered: &[Rect], p: &
         .take(w * h)
         .map(|c| ((c[0] as u32 * 77 + c[1] as u32 * 150 + c[2] as u32 * 29) >> 8) as u8)
         .collect();
-    let mean = local_mean(&luma, w, h, p.radius);
+    let mean = crate::prep::local_mean(&luma, w, h, p.radius);
     let mut blobs = Vec::new();
     // Light text on dark ground and dark on light are separate masks: one glyph is one polarity.
     for sign in [1i32, -1] {
@@ -79,73 +79,14 @@ pub(crate) fn lone_glyphs(rgb: &[u8], w: usize, h: usize, covered: &[Rect], p: &
     words.into_iter().map(|b| b.bbox).collect()
 }
 
-/// Mean luminance over a `(2r+1)²` window (clamped at the edges), from an integral image.
-fn local_mean(luma: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
-    let mut integral = vec![0u64; (w + 1) * (h + 1)];
-    for y in 0..h {
-        let mut row = 0u64;
-        for x in 0..w {
-            row += luma[y * w + x] as u64;
-            integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1] + row;
-        }
-    }
-    let mut out = vec![0u8; w * h];
-    for y in 0..h {
-        let (y0, y1) = (y.saturating_sub(r), (y + r + 1).min(h));
-        for x in 0..w {
-            let (x0, x1) = (x.saturating_sub(r), (x + r + 1).min(w));
-            let sum = integral[y1 * (w + 1) + x1] + integral[y0 * (w + 1) + x0]
-                - integral[y0 * (w + 1) + x1]
-                - integral[y1 * (w + 1) + x0];
-            let n = ((y1 - y0) * (x1 - x0)).max(1) as u64;
-            out[y * w + x] = (sum / n) as u8;
-        }
-    }
-    out
-}
-
 /// 8-connected components of `mask` whose size and fill look like one glyph.
 fn components(mask: &[bool], luma: &[u8], mean: &[u8], w: usize, h: usize, p: &GlyphParams) -> Vec<Blob> {
-    let mut seen = vec![false; w * h];
-    let mut stack = Vec::new();
     let mut out = Vec::new();
-    for start in 0..w * h {
-        if !mask[start] || seen[start] {
-            continue;
-        }
-        seen[start] = true;
-        stack.push(start);
-        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0usize, 0usize);
-        let (mut n, mut contrast, mut ink) = (0usize, 0u64, 0u64);
-        while let Some(i) = stack.pop() {
-            let (x, y) = (i % w, i / w);
-            x0 = x0.min(x);
-            y0 = y0.min(y);
-            x1 = x1.max(x);
-            y1 = y1.max(y);
-            n += 1;
+    crate::prep::components8(mask, w, h, |pixels, (x0, y0, x1, y1)| {
+        let (n, mut contrast, mut ink) = (pixels.len(), 0u64, 0u64);
+        for &i in pixels {
             ink += luma[i] as u64;
             contrast += (luma[i] as i32 - mean[i] as i32).unsigned_abs() as u64;
-            for (dx, dy) in [
-                (-1i64, -1i64),
-                (0, -1),
-                (1, -1),
-                (-1, 0),
-                (1, 0),
-                (-1, 1),
-                (0, 1),
-                (1, 1),
-            ] {
-                let (nx, ny) = (x as i64 + dx, y as i64 + dy);
-                if nx < 0 || ny < 0 || nx >= w as i64 || ny >= h as i64 {
-                    continue;
-                }
-                let j = ny as usize * w + nx as usize;
-                if mask[j] && !seen[j] {
-                    seen[j] = true;
-                    stack.push(j);
-                }
-            }
         }
         let (bw, bh) = ((x1 - x0 + 1) as u32, (y1 - y0 + 1) as u32);
         let fill = n as f32 / (bw * bh) as f32;
@@ -164,7 +105,8 @@ fn components(mask: &[bool], luma: &[u8], mean: &[u8], w: usize, h: usize, p: &G
                 contrast: contrast as f32 / n.max(1) as f32,
             });
         }
-    }
+        true
+    });
     out
 }
 

@@ -266,6 +266,26 @@ impl PpOcr {
         Ok(out)
     }
 
+    /// Run the recogniser on `n` crops of `REC_H × bw` (normalised BGR planes): per-step class
+    /// probabilities, CTC steps per crop and classes per step.
+    fn run_recogniser(
+        &mut self,
+        input: Vec<f32>,
+        n: usize,
+        bw: usize,
+    ) -> Result<(Vec<f32>, usize, usize), OcrError> {
+        let t = Tensor::from_array(([n, 3, REC_H, bw], input)).map_err(ort_err("recogniser input"))?;
+        let res = self.rec.run(ort::inputs![t]).map_err(ort_err("recogniser"))?;
+        let (shape, probs) = res[0]
+            .try_extract_tensor::<f32>()
+            .map_err(ort_err("recogniser output"))?;
+        let dims: Vec<i64> = shape.iter().copied().collect();
+        match dims.as_slice() {
+            [_, t, c] => Ok((probs.to_vec(), *t as usize, *c as usize)),
+            _ => Err(OcrError::Runtime(format!("recogniser output shape {dims:?}"))),
+        }
+    }
+
     /// Recognise crops of `img`; `min_w` is the smallest batch width (PaddleOCR pads to 320).
     fn recognise(
         &mut self,
@@ -309,17 +329,7 @@ impl PpOcr {
                     plane,
                 );
             }
-            let t = Tensor::from_array(([batch.len(), 3, REC_H, bw], input))
-                .map_err(ort_err("recogniser input"))?;
-            let res = self.rec.run(ort::inputs![t]).map_err(ort_err("recogniser"))?;
-            let (shape, probs) = res[0]
-                .try_extract_tensor::<f32>()
-                .map_err(ort_err("recogniser output"))?;
-            let dims: Vec<i64> = shape.iter().copied().collect();
-            let (steps, ncls) = match dims.as_slice() {
-                [_, t, c] => (*t as usize, *c as usize),
-                _ => return Err(OcrError::Runtime(format!("recogniser output shape {dims:?}"))),
-            };
+            let (probs, steps, ncls) = self.run_recogniser(input, batch.len(), bw)?;
             for (k, (&i, &w)) in batch.iter().zip(&widths).enumerate() {
                 let p = probs.get(k * steps * ncls..(k + 1) * steps * ncls).unwrap_or(&[]);
                 let mut d = ctc(&self.classes, &self.digits, p, steps, ncls, digits_only);
@@ -383,18 +393,8 @@ impl PpOcr {
                     resample_into(img, src, widths[k], REC_H, slot, bw, plane);
                 }
             }
-            let t =
-                Tensor::from_array(([1usize, 3, REC_H, bw], input)).map_err(ort_err("recogniser input"))?;
-            let res = self.rec.run(ort::inputs![t]).map_err(ort_err("recogniser"))?;
-            let (shape, probs) = res[0]
-                .try_extract_tensor::<f32>()
-                .map_err(ort_err("recogniser output"))?;
-            let dims: Vec<i64> = shape.iter().copied().collect();
-            let (steps, ncls) = match dims.as_slice() {
-                [_, t, c] => (*t as usize, *c as usize),
-                _ => return Err(OcrError::Runtime(format!("recogniser output shape {dims:?}"))),
-            };
-            let strip = ctc(&self.classes, &self.digits, probs, steps, ncls, false);
+            let (probs, steps, ncls) = self.run_recogniser(input, 1, bw)?;
+            let strip = ctc(&self.classes, &self.digits, &probs, steps, ncls, false);
             let px_per_step = bw as f32 / steps.max(1) as f32;
             for k in start..end {
                 let (off, w) = (offsets[k - start], widths[k]);
@@ -745,38 +745,10 @@ pub(crate) fn db_boxes(
                 || (x > 0 && y > 0 && on(x - 1, y - 1));
         }
     }
-    let mut seen = vec![false; w * h];
     let mut out = Vec::new();
-    let mut stack = Vec::new();
-    for start in 0..w * h {
-        if !mask[start] || seen[start] {
-            continue;
-        }
-        seen[start] = true;
-        stack.push(start);
-        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
-        while let Some(i) = stack.pop() {
-            let (x, y) = (i % w, i / w);
-            x0 = x0.min(x);
-            y0 = y0.min(y);
-            x1 = x1.max(x);
-            y1 = y1.max(y);
-            for dy in -1i64..=1 {
-                for dx in -1i64..=1 {
-                    let (nx, ny) = (x as i64 + dx, y as i64 + dy);
-                    if nx < 0 || ny < 0 || nx >= w as i64 || ny >= h as i64 {
-                        continue;
-                    }
-                    let j = ny as usize * w + nx as usize;
-                    if mask[j] && !seen[j] {
-                        seen[j] = true;
-                        stack.push(j);
-                    }
-                }
-            }
-        }
+    crate::prep::components8(&mask, w, h, |_, (x0, y0, x1, y1)| {
         if out.len() >= 1000 {
-            break;
+            return false;
         }
         // A component that two texts share through a faint bridge (HUD counters a panel border apart) is
         // split where the map stays weak across the whole box for a gap wider than the box is tall.
@@ -785,7 +757,8 @@ pub(crate) fn db_boxes(
                 out.push(b);
             }
         }
-    }
+        true
+    });
     out
 }
 

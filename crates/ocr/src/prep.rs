@@ -112,16 +112,37 @@ pub fn binarize(p: &mut Prepared, r: u32, min_diff: u8) {
     if w == 0 || h == 0 {
         return;
     }
-    let mut integral = vec![0u32; (w + 1) * (h + 1)];
+    let mean = local_mean(&p.gray, w, h, r as usize);
+    let out: Vec<u8> = p
+        .gray
+        .iter()
+        .zip(&mean)
+        .map(|(&g, &m)| {
+            if g as u32 + min_diff as u32 <= m as u32 {
+                0
+            } else {
+                255
+            }
+        })
+        .collect();
+    p.gray = out;
+}
+
+/// Mean of each pixel's `(2r+1)²` neighbourhood (clamped at the edges), from a 64-bit integral image (no
+/// overflow at any size).
+pub(crate) fn local_mean(g: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
+    if g.len() < w * h {
+        return vec![0; g.len()];
+    }
+    let mut integral = vec![0u64; (w + 1) * (h + 1)];
     for y in 0..h {
-        let mut row = 0u32;
+        let mut row = 0u64;
         for x in 0..w {
-            row += p.gray[y * w + x] as u32;
+            row += g[y * w + x] as u64;
             integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1] + row;
         }
     }
-    let r = r as usize;
-    let mut out = vec![255u8; w * h];
+    let mut out = vec![0u8; w * h];
     for y in 0..h {
         let (y0, y1) = (y.saturating_sub(r), (y + r + 1).min(h));
         for x in 0..w {
@@ -129,13 +150,51 @@ pub fn binarize(p: &mut Prepared, r: u32, min_diff: u8) {
             let sum = integral[y1 * (w + 1) + x1] + integral[y0 * (w + 1) + x0]
                 - integral[y0 * (w + 1) + x1]
                 - integral[y1 * (w + 1) + x0];
-            let mean = sum / ((y1 - y0) * (x1 - x0)) as u32;
-            if p.gray[y * w + x] as u32 + min_diff as u32 <= mean {
-                out[y * w + x] = 0;
-            }
+            out[y * w + x] = (sum / ((y1 - y0) * (x1 - x0)).max(1) as u64) as u8;
         }
     }
-    p.gray = out;
+    out
+}
+
+/// Calls `visit` with the pixel indexes and the inclusive box `(x0, y0, x1, y1)` of each 8-connected
+/// component of `mask` (`w × h`, row-major) in scan order, until it answers `false`.
+pub(crate) fn components8(
+    mask: &[bool],
+    w: usize,
+    h: usize,
+    mut visit: impl FnMut(&[usize], (usize, usize, usize, usize)) -> bool,
+) {
+    if mask.len() < w * h {
+        return;
+    }
+    let mut seen = vec![false; w * h];
+    let (mut stack, mut pixels) = (Vec::new(), Vec::new());
+    for start in 0..w * h {
+        if !mask[start] || seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        stack.push(start);
+        pixels.clear();
+        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
+        while let Some(i) = stack.pop() {
+            pixels.push(i);
+            let (x, y) = (i % w, i / w);
+            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+            for ny in y.saturating_sub(1)..(y + 2).min(h) {
+                for nx in x.saturating_sub(1)..(x + 2).min(w) {
+                    let j = ny * w + nx;
+                    if mask[j] && !seen[j] {
+                        seen[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        if !visit(&pixels, (x0, y0, x1, y1)) {
+            return;
+        }
+    }
 }
 
 fn border_median(g: &[u8], w: u32, h: u32) -> u8 {

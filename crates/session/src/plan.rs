@@ -112,6 +112,24 @@ pub fn plan_sense(spec: &PlanSpec, already_true: impl Fn(&str) -> Option<bool>) 
     Ok(())
 }
 
+/// The sound part of a degenerate plan, for when the model was asked again and answered no better: the
+/// subgoals in order, less any whose postcondition is already true or repeats an earlier one's
+/// postcondition or description. `None` when nothing is left.
+pub fn repair_plan(spec: &PlanSpec, already_true: impl Fn(&str) -> Option<bool>) -> Option<PlanSpec> {
+    let key = |d: &str| d.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    let mut kept: Vec<SubgoalSpec> = Vec::new();
+    for s in &spec.subgoals {
+        let repeats = kept.iter().any(|k| {
+            k.postcondition.source == s.postcondition.source
+                || (!s.description.trim().is_empty() && key(&k.description) == key(&s.description))
+        });
+        if !repeats && already_true(&s.postcondition.source) != Some(true) {
+            kept.push(s.clone());
+        }
+    }
+    (!kept.is_empty()).then_some(PlanSpec { subgoals: kept })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +165,14 @@ mod tests {
         );
         // An undefined value (a sensor not read yet) is no reason to refuse.
         assert_eq!(plan_sense(&done, |_| None), Ok(()));
+        // Repaired: repeats and reached subgoals dropped, the rest kept in order; nothing left is None.
+        let fixed = repair_plan(&same_post, never).unwrap();
+        assert_eq!(fixed.subgoals.len(), 1);
+        assert_eq!(fixed.subgoals[0].description, "click Play");
+        let fixed = repair_plan(&done, in_menu).unwrap();
+        assert_eq!(fixed.subgoals[0].postcondition.source, "coins >= 1");
+        let only_done = spec(&[("go to the menu", "in_menu")]);
+        assert_eq!(repair_plan(&only_done, in_menu), None);
     }
 
     #[test]

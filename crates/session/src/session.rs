@@ -1264,7 +1264,8 @@ impl Session {
 
     fn on_plan(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
         // Issue 16: a degenerate plan (subgoals alike, a postcondition already true) is refused with its
-        // reason, which the model reads when it is asked again, once; a second refusal fails the pass.
+        // reason, which the model reads when it is asked again, once; a second degenerate answer is
+        // repaired (repeats and reached subgoals dropped) or, with nothing sound left, fails the pass.
         let senseless = p
             .plan
             .as_ref()
@@ -1285,7 +1286,35 @@ impl Session {
                         self.deliberation_job(pass, trigger, now),
                     ));
                 }
-                _ => self.feed(Event::DeliberationFailed { pass: p.pass, reason }, now, out),
+                _ => {
+                    // Asked again and no better: adopt its sound part (a model that repeats one subgoal
+                    // still names a step worth taking); a plan with nothing sound left fails the pass.
+                    let repaired = p
+                        .plan
+                        .as_ref()
+                        .ok()
+                        .and_then(|spec| crate::plan::repair_plan(spec, |s| self.postcondition_value(s)));
+                    match repaired {
+                        Some(plan) => {
+                            out.push(Effect::Record(SessionRecord::Note {
+                                text: format!(
+                                    "plan of pass {} repaired: {} sound subgoal(s) kept ({reason})",
+                                    p.pass,
+                                    plan.subgoals.len()
+                                ),
+                            }));
+                            self.feed(
+                                Event::DeliberationDone {
+                                    pass: p.pass,
+                                    plan: Some(plan),
+                                },
+                                now,
+                                out,
+                            );
+                        }
+                        None => self.feed(Event::DeliberationFailed { pass: p.pass, reason }, now, out),
+                    }
+                }
             }
             return;
         }

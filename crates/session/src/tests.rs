@@ -806,7 +806,7 @@ fn a_model_host_that_stays_unreachable_stops_the_session_with_a_named_reason() {
 }
 
 #[test]
-fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_the_pass_fails() {
+fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired() {
     // Issue 16 item 5: identical subgoals, then a postcondition that is already true.
     let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
     s.step(Input::Start, ms(0));
@@ -844,8 +844,8 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_the_pass_f
     );
     assert!(records(&fx).iter().any(|r| matches!(r, SessionRecord::Failure { cause: FailureCause::Plan, evidence, .. } if evidence.contains("refused"))));
     assert_eq!(s.loop_state().active_subgoal(), None, "nothing adopted");
-    // The playing sensor reads true now: a plan that starts by reaching it is refused too, and this
-    // second refusal fails the pass (no third ask).
+    // The playing sensor reads true now: the answer asked again starts by reaching it, so it is degenerate
+    // too; no third ask: its sound part (the coin) is adopted and the repair noted.
     let mut tick = reflex(1);
     tick.sensors = vec![("playing".into(), Some(1.0))];
     s.step(Input::Reflex(tick), ms(20));
@@ -865,12 +865,48 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_the_pass_f
     assert!(records(&fx)
         .iter()
         .any(|r| matches!(r, SessionRecord::Failure { evidence, .. } if evidence.contains("already true"))));
-    assert!(records(&fx).iter().any(|r| matches!(
-        r,
-        SessionRecord::LoopStep {
-            event: gamepilot_planner::Event::DeliberationFailed { pass: 1, .. },
-            ..
+    assert!(records(&fx)
+        .iter()
+        .any(|r| matches!(r, SessionRecord::Note { text } if text.contains("repaired"))));
+    assert_eq!(
+        s.loop_state().active_subgoal(),
+        Some(SubgoalId(2)),
+        "the coin subgoal"
+    );
+}
+
+#[test]
+fn a_plan_asked_again_with_nothing_sound_left_fails_the_pass() {
+    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let mut tick = reflex(1);
+    tick.sensors = vec![("playing".into(), Some(1.0))];
+    s.step(Input::Reflex(tick), ms(5));
+    let reached = || PlanSpec {
+        subgoals: vec![subgoal(1, 1, "playing", "start the game")],
+    };
+    for (at, asks_again) in [(10, true), (20, false)] {
+        let fx = s.step(
+            Input::Plan(PlanOutcome {
+                pass: 1,
+                plan: Ok(reached()),
+                latency_ms: 1.0,
+            }),
+            ms(at),
+        );
+        let again = fx
+            .iter()
+            .any(|e| matches!(e, Effect::StartDeliberation(j) if j.pass == 1));
+        assert_eq!(again, asks_again, "{fx:?}");
+        if !asks_again {
+            assert!(records(&fx).iter().any(|r| matches!(
+                r,
+                SessionRecord::LoopStep {
+                    event: gamepilot_planner::Event::DeliberationFailed { pass: 1, .. },
+                    ..
+                }
+            )));
         }
-    )));
+    }
     assert_eq!(s.loop_state().active_subgoal(), None);
 }
