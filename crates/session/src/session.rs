@@ -1264,8 +1264,9 @@ impl Session {
 
     fn on_plan(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
         // Issue 16: a degenerate plan (subgoals alike, a postcondition already true) is refused with its
-        // reason, which the model reads when it is asked again, once; a second degenerate answer is
-        // repaired (repeats and reached subgoals dropped) or, with nothing sound left, fails the pass.
+        // reason, which the model reads when it is asked again, once; a second degenerate answer (or the
+        // first, when only one postcondition is offered) is repaired — repeats and reached subgoals
+        // dropped — or, with nothing sound left, fails the pass.
         let senseless = p
             .plan
             .as_ref()
@@ -1279,15 +1280,18 @@ impl Session {
             }));
             self.context
                 .record(HistoryEntry::new(now, "plan refused".to_string(), reason.clone()));
+            // Asking again helps only when distinct states can be named: with one postcondition offered,
+            // every plan of several subgoals repeats it, and a second call would only cost time.
+            let can_differ = self.cfg.postconditions.len() > 1;
             match self.deliberation {
-                Some((pass, trigger, false)) if pass == p.pass => {
+                Some((pass, trigger, false)) if pass == p.pass && can_differ => {
                     self.deliberation = Some((pass, trigger, true));
                     out.push(Effect::StartDeliberation(
                         self.deliberation_job(pass, trigger, now),
                     ));
                 }
                 _ => {
-                    // Asked again and no better: adopt its sound part (a model that repeats one subgoal
+                    // Asked again and no better (or no better answer possible): adopt its sound part (a model that repeats one subgoal
                     // still names a step worth taking); a plan with nothing sound left fails the pass.
                     let repaired = p
                         .plan

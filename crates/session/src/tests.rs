@@ -910,3 +910,33 @@ fn a_plan_asked_again_with_nothing_sound_left_fails_the_pass() {
     }
     assert_eq!(s.loop_state().active_subgoal(), None);
 }
+
+#[test]
+fn with_one_postcondition_offered_a_repeating_plan_is_repaired_at_once() {
+    // Issue 16 item 5: every plan of two subgoals repeats the one postcondition, so asking again cannot
+    // help; the sound part is adopted without a second call.
+    let cfg = SessionConfig {
+        postconditions: vec!["coins >= 1".into()],
+        ..config()
+    };
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let fx = s.step(
+        Input::Plan(PlanOutcome {
+            pass: 1,
+            plan: Ok(PlanSpec {
+                subgoals: vec![
+                    subgoal(1, 0, "coins >= 1", "find a coin"),
+                    subgoal(2, 0, "coins >= 1", "collect the coin"),
+                ],
+            }),
+            latency_ms: 1.0,
+        }),
+        ms(10),
+    );
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::StartDeliberation(_))),
+        "{fx:?}"
+    );
+    assert_eq!(s.loop_state().active_subgoal(), Some(SubgoalId(1)));
+}
