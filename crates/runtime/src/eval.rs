@@ -32,37 +32,39 @@ pub fn evaluate(
     let tools = ToolSet::new(&session_tools(false))?;
     let cancel = CancelToken::new();
     let mut out = Vec::with_capacity(points.len());
+    let base = SessionConfig {
+        postconditions: vec!["goal".into()],
+        ..SessionConfig::default()
+    };
+    let mut perceived: Option<(String, Size, gamepilot_vision::Observation)> = None;
     for point in points {
-        let frame = crate::load_image(&setup.frames.join(&point.frame))?;
-        let view = frame.view();
-        let mut perceiver = Perceiver::new();
-        let class = perceiver.classify_view(&view).class;
-        let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
-        let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
+        // Points of one frame stand together in the corpus: the frame is perceived once for all of them.
+        if perceived.as_ref().is_none_or(|(name, _, _)| *name != point.frame) {
+            let frame = crate::load_image(&setup.frames.join(&point.frame))?;
+            let view = frame.view();
+            let mut perceiver = Perceiver::new();
+            let class = perceiver.classify_view(&view).class;
+            let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
+            let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
+            perceived = Some((point.frame.clone(), Size::new(frame.width, frame.height), obs));
+        }
+        let Some((_, size, obs)) = perceived.as_ref() else {
+            continue;
+        };
         // The context of a fresh session for this goal: the prefix `run` sends, byte for byte.
-        let session = Session::new(
-            SessionConfig {
-                goal: point.goal.clone(),
-                postconditions: vec!["goal".into()],
-                ..SessionConfig::default()
-            },
-            MonoTime::ZERO,
-        )
-        .map_err(|e| RuntimeError::Eval(e.to_string()))?;
-        let cfg = SessionConfig::default();
+        let cfg = SessionConfig {
+            goal: point.goal.clone(),
+            ..base.clone()
+        };
         let text = observation_for_model(&obs.to_text(), Default::default(), cfg.observation_max_bytes);
+        let session = Session::new(cfg, MonoTime::ZERO).map_err(|e| RuntimeError::Eval(e.to_string()))?;
         let prompt = session.context().assemble(
             Cadence::Tactical,
             &ObservationText::new(MonoTime::ZERO, text),
             None,
         );
         let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
-        let schema = tactical_schema(
-            &tools,
-            &marks,
-            Size::new(frame.width, frame.height),
-            &SchemaLimits::default(),
-        )?;
+        let schema = tactical_schema(&tools, &marks, *size, &SchemaLimits::default())?;
         let chat = ChatRequest::from_prompt(setup.model_name, &prompt, setup.max_tokens);
         let result = match setup.client.chat_structured(&chat, &schema, &cancel) {
             Ok(r) => {
@@ -72,7 +74,7 @@ pub fn evaluate(
                     id: point.id.clone(),
                     kind: point.kind.clone(),
                     valid: parsed.is_ok(),
-                    correct: parsed.as_ref().is_ok_and(|reply| judge(reply, &obs, point)),
+                    correct: parsed.as_ref().is_ok_and(|reply| judge(reply, obs, point)),
                     latency_ms: t.wall_ms,
                     prompt_tokens: t.prompt_tokens.unwrap_or(0),
                     cached_tokens: t.cached_tokens.unwrap_or(0),
