@@ -720,17 +720,24 @@ mod tests {
 
     /// The schema-carrying fields present in a sent body, sorted.
     fn schema_fields(body: &Value) -> Vec<&str> {
-        let mut v: Vec<&str> = ["response_format", "guided_json", "structured_outputs", "format"]
-            .into_iter()
-            .filter(|k| body.get(*k).is_some())
-            .collect();
+        let mut v: Vec<&str> = [
+            "response_format",
+            "guided_json",
+            "structured_outputs",
+            "format",
+            "grammar",
+            "reply_schema",
+        ]
+        .into_iter()
+        .filter(|k| body.get(*k).is_some())
+        .collect();
         v.sort_unstable();
         v
     }
 
     #[test]
     fn llama_cpp_is_told_by_props() {
-        // FR-MODEL-001, FR-MODEL-003, issue 15: /props → kind, modalities.vision, n_ctx; response_format
+        // FR-MODEL-001, FR-MODEL-003, issue 15: /props → kind, modalities.vision, n_ctx; grammar
         let s = probe_and_send(Imitated::LlamaCpp);
         assert_eq!(s.probe_paths, ["/v1/models", "/props"]);
         assert_eq!(
@@ -748,7 +755,10 @@ mod tests {
         );
         assert_eq!(s.on.model_path.as_deref(), Some("/models/scripted-model.gguf"));
         assert_eq!(s.on.model_id.as_deref(), Some("scripted-model"));
-        assert_eq!(schema_fields(&s.body), ["response_format"]);
+        // issue 16 item 3: a compact grammar (no whitespace) with the schema beside it
+        assert_eq!(schema_fields(&s.body), ["grammar", "reply_schema"]);
+        let grammar = s.body["grammar"].as_str().unwrap();
+        assert!(grammar.starts_with("root ::= "), "{grammar}");
     }
 
     #[test]

@@ -131,8 +131,9 @@ static TABLE: [HostKindRow; 5] = [
         detected_by: "GET /props answers a JSON object with default_generation_settings",
         vision: "/props modalities.vision (absent on an older llama-server: None)",
         context: "/props default_generation_settings.n_ctx (one slot)",
-        structured_output: "response_format {type: json_schema, json_schema: {name, strict, schema}}",
-        structured_keys: &["response_format"],
+        structured_output: "grammar: a compact GBNF compiled from the schema (no whitespace), the schema \
+                            beside it in reply_schema; response_format json_schema when it does not compile",
+        structured_keys: &["grammar", "reply_schema"],
     },
     HostKindRow {
         kind: HostKind::Ollama,
@@ -444,7 +445,7 @@ mod tests {
         expect![[r#"
             | host kind | detected by | vision | context size | structured output |
             |---|---|---|---|---|
-            | llama.cpp (`llama_cpp`) | GET /props answers a JSON object with default_generation_settings | /props modalities.vision (absent on an older llama-server: None) | /props default_generation_settings.n_ctx (one slot) | response_format {type: json_schema, json_schema: {name, strict, schema}} |
+            | llama.cpp (`llama_cpp`) | GET /props answers a JSON object with default_generation_settings | /props modalities.vision (absent on an older llama-server: None) | /props default_generation_settings.n_ctx (one slot) | grammar: a compact GBNF compiled from the schema (no whitespace), the schema beside it in reply_schema; response_format json_schema when it does not compile |
             | Ollama (`ollama`) | GET /api/version answers {version: "…"} | POST /api/show {model} capabilities contains "vision" | /api/show parameters num_ctx, else model_info.<arch>.context_length (the model's maximum; Ollama may run a smaller num_ctx and truncates silently) | response_format json_schema (read by /v1/chat/completions) and Ollama's own format: <schema> (read by /api/chat) |
             | LM Studio (`lm_studio`) | GET /api/v0/models lists entries with a type | /api/v0/models entry type: "vlm" = true, "llm" = false | /api/v0/models entry max_context_length (the model's maximum) | response_format {type: json_schema, json_schema: {name, strict, schema}} |
             | vLLM (`vllm`) | GET /v1/models lists an entry owned_by "vllm" | vLLM does not say: None | /v1/models entry max_model_len | response_format json_schema, guided_json: <schema> (older vLLM), structured_outputs: {json: <schema>} (newer vLLM) |

@@ -11,6 +11,7 @@ pub mod budget;
 pub mod cache;
 pub mod cancel;
 pub mod client;
+pub mod gbnf;
 pub mod gpu;
 pub mod host_kind;
 pub mod ladder;

@@ -113,7 +113,11 @@ impl ChatRequest {
 /// The top-level body fields that carry `schema` to a host of `kind`, each holding the same schema
 /// (FR-MODEL-003, issue 15); their keys are [`HostKind::structured_output_keys`]:
 ///
-/// - every kind: OpenAI `response_format: {type: json_schema, json_schema: {name, strict, schema}}`
+/// - llama.cpp: a compact GBNF `grammar` compiled from the schema ([`crate::gbnf`]: the same choices with
+///   no whitespace, so a small model decodes 15 tokens for a mark click instead of 24–39), with the
+///   schema itself beside it in `reply_schema` (llama.cpp ignores the key; stand-in hosts and proxies
+///   read it); a schema the compiler does not express goes as `response_format` like every other kind;
+/// - every other kind: OpenAI `response_format: {type: json_schema, json_schema: {name, strict, schema}}`
 ///   (llama.cpp, LM Studio and vLLM constrain decoding with it; Ollama's `/v1/chat/completions` turns
 ///   it into its `format`);
 /// - vLLM: also `guided_json: <schema>` (older vLLM) and `structured_outputs: {json: <schema>}` (newer
@@ -122,6 +126,14 @@ impl ChatRequest {
 /// - Ollama: also its native `format: <schema>` (what `/api/chat` reads; its OpenAI endpoint ignores
 ///   unknown fields).
 pub fn structured_output_fields(kind: HostKind, schema: &Value) -> Vec<(&'static str, Value)> {
+    if kind == HostKind::LlamaCpp {
+        if let Some(grammar) = crate::gbnf::compact_grammar(schema) {
+            return vec![
+                ("grammar", Value::String(grammar)),
+                ("reply_schema", schema.clone()),
+            ];
+        }
+    }
     let mut out = vec![(
         "response_format",
         json!({
@@ -288,7 +300,8 @@ mod tests {
     #[test]
     fn schema_fields_per_host_kind() {
         // FR-MODEL-003, issue 15: each kind gets the schema in every field it reads, and only those
-        let schema = json!({"type": "object", "required": ["mark"]});
+        let schema =
+            json!({"type": "object", "properties": {"mark": {"enum": [3, 7]}}, "required": ["mark"]});
         let r = ChatRequest::from_prompt("m", &prompt(false), 8).with_schema(schema.clone());
         let base: Vec<String> = ChatRequest::from_prompt("m", &prompt(false), 8)
             .body_for(HostKind::Vllm)
@@ -310,8 +323,23 @@ mod tests {
             extra.sort_unstable();
             want.sort_unstable();
             assert_eq!(extra, want, "{kind}");
-            assert_eq!(body["response_format"]["json_schema"]["schema"], schema, "{kind}");
+            if kind == HostKind::LlamaCpp {
+                assert_eq!(body["reply_schema"], schema);
+                assert_eq!(
+                    body["grammar"],
+                    "root ::= r1\nr0 ::= \"3\" | \"7\"\nr1 ::= \"{\" \"\\\"mark\\\":\" r0 \"}\"\n"
+                );
+            } else {
+                assert_eq!(body["response_format"]["json_schema"]["schema"], schema, "{kind}");
+            }
         }
+        // a schema the grammar compiler does not express goes to llama.cpp as response_format
+        let odd = json!({"type": "string", "pattern": "^a$"});
+        let b = ChatRequest::from_prompt("m", &prompt(false), 8)
+            .with_schema(odd.clone())
+            .body_for(HostKind::LlamaCpp);
+        assert_eq!(b["response_format"]["json_schema"]["schema"], odd);
+        assert!(b.get("grammar").is_none());
         let v = r.body_for(HostKind::Vllm);
         assert_eq!(
             (&v["guided_json"], &v["structured_outputs"]["json"]),

@@ -8,7 +8,7 @@ use crate::refine;
 use crate::RuntimeError;
 use gamepilot_context::{
     localise_schema, parse_localise, tactical_schema, tactical_schema_in, Cadence, ImagePart,
-    ObservationText, SchemaLimits, TacticalReply, ToolSet,
+    ObservationText, SchemaLimits, TacticalReply, Tool, ToolSet,
 };
 use gamepilot_core::{CoordConvention, CoordSpace, ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient, ModelError};
@@ -135,8 +135,15 @@ pub fn run(
             .map(|e| e.id)
             .filter(|id| !req.excluded_marks.contains(id))
             .collect();
-        let observation_text =
-            observation_for_model(&observation.to_text(), req.health, req.observation_max_bytes);
+        let pixel_tools = req
+            .tools
+            .iter()
+            .any(|t| matches!(t, Tool::Click | Tool::DoubleClick | Tool::MovePointer));
+        let observation_text = observation_for_model(
+            &observation.to_text_for(pixel_tools),
+            req.health,
+            req.observation_max_bytes,
+        );
         let tools = &ToolSet::new(&req.tools)?;
         let call = |text: String, image: Option<ImagePart>, schema: &serde_json::Value| -> ModelCall {
             let prompt = req

@@ -196,6 +196,7 @@ mod tests {
                 confidence: 0.9,
                 source: ElementSource::Text,
                 label: Some("Play".into()),
+                looks: None,
             }],
         }
     }

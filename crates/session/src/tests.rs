@@ -109,6 +109,7 @@ fn menu() -> Observation {
         confidence: 0.9,
         source: ElementSource::Text,
         label: Some(label.into()),
+        looks: None,
     };
     let text = |s: &str, y: i32| TextItem {
         text: s.into(),

@@ -261,12 +261,14 @@ impl ChatRequest {
     }
 
     /// The JSON schema the reply must follow: `response_format.json_schema.schema` (OpenAI form), or
-    /// `response_format.schema` (llama.cpp's `json_object` form), or a top-level `json_schema`.
+    /// `response_format.schema` (llama.cpp's `json_object` form), a top-level `json_schema`, or the
+    /// `reply_schema` gamepilot sends beside a llama.cpp grammar.
     pub fn schema(&self) -> Option<&Value> {
         self.body
             .pointer("/response_format/json_schema/schema")
             .or_else(|| self.body.pointer("/response_format/schema"))
             .or_else(|| self.body.get("json_schema"))
+            .or_else(|| self.body.get("reply_schema"))
     }
 
     /// A llama.cpp GBNF `grammar`, when sent.

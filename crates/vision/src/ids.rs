@@ -105,6 +105,7 @@ impl IdTracker {
                 confidence: c.confidence,
                 source: c.source,
                 label: c.label,
+                looks: None,
             });
         }
         self.prev = out

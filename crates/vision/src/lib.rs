@@ -7,6 +7,7 @@
 
 pub mod classify;
 pub mod ids;
+pub mod looks;
 pub mod marks;
 pub mod observation;
 pub mod ocr;

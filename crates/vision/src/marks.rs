@@ -283,6 +283,7 @@ mod tests {
                 confidence: 0.8,
                 source: ElementSource::Grid,
                 label: None,
+                looks: None,
             })
             .collect();
         let (img, placed) = r.render(&v, &els);

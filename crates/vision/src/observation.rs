@@ -29,6 +29,9 @@ pub struct Element {
     pub source: ElementSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What an unlabelled element looks like ("yellow round"), from its pixels ([`crate::looks`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looks: Option<String>,
 }
 
 /// What perception saw in one frame.
@@ -81,33 +84,57 @@ impl Observation {
         }
     }
 
-    /// The text form that stands in for the image for a text-only model.
+    /// The text form that stands in for the image for a text-only model: one line per element (id,
+    /// source, label or looks, box centre), then the recognised text that no labelled element already
+    /// carries, each once (issue 16 item 2: every digit is a token to a small model's tokenizer, so the
+    /// 20 elements of the practice play field cost 482 tokens with full boxes and duplicated text lines).
     pub fn to_text(&self) -> String {
+        self.to_text_for(true)
+    }
+
+    /// [`Observation::to_text`], with each position as its box centre in pixels when `coordinates` (the
+    /// tick offers pixel clicks), else as a word of the frame's 3×3 grid ("top left", "centre"): a mark
+    /// click needs no pixels, and each digit is a token (issue 16 item 3).
+    pub fn to_text_for(&self, coordinates: bool) -> String {
+        let place = |c: gamepilot_core::Point| -> String {
+            if coordinates {
+                return format!("{},{}", c.x, c.y);
+            }
+            let third = |v: i32, n: u32| (v.max(0) as u64 * 3 / u64::from(n.max(1))).min(2);
+            let row = ["top", "", "bottom"][third(c.y, self.frame_size.h) as usize];
+            let col = ["left", "", "right"][third(c.x, self.frame_size.w) as usize];
+            match (row, col) {
+                ("", "") => "centre".into(),
+                ("", c) | (c, "") => c.into(),
+                (r, c) => format!("{r} {c}"),
+            }
+        };
         let mut s = format!(
             "frame {}x{} ({})\n",
             self.frame_size.w, self.frame_size.h, self.class
         );
         for e in &self.elements {
             let b = e.bbox;
-            s.push_str(&format!(
-                "[{}] {} at [{}, {}, {}, {}]",
-                e.id,
-                e.source.as_str(),
-                b.x,
-                b.y,
-                b.w,
-                b.h
-            ));
-            if let Some(l) = &e.label {
-                s.push_str(&format!(" {l:?}"));
+            s.push_str(&format!("[{}] {}", e.id, e.source.as_str()));
+            match (&e.label, &e.looks) {
+                (Some(l), _) => s.push_str(&format!(" {l:?}")),
+                (None, Some(looks)) => s.push_str(&format!(" {looks}")),
+                (None, None) => {}
+            }
+            s.push_str(&format!(" at {}\n", place(b.center())));
+        }
+        let carried = |t: &TextItem| {
+            let c = t.bbox.center();
+            self.elements
+                .iter()
+                .any(|e| e.label.as_deref().is_some_and(|l| l.contains(t.text.trim())) && e.bbox.contains(c))
+        };
+        for t in self.texts.iter().filter(|t| !carried(t)) {
+            s.push_str(&format!("text {:?} at {}", t.text, place(t.bbox.center())));
+            if t.confidence < 0.8 {
+                s.push_str(&format!(" (unsure {:.2})", t.confidence));
             }
             s.push('\n');
-        }
-        for t in &self.texts {
-            s.push_str(&format!(
-                "text {:?} at [{}, {}, {}, {}] conf {:.2}\n",
-                t.text, t.bbox.x, t.bbox.y, t.bbox.w, t.bbox.h, t.confidence
-            ));
         }
         s
     }
@@ -199,7 +226,10 @@ impl Perceiver {
             accessibility,
             view.bounds(),
         );
-        let elements = self.ids.assign(view, cands, scene);
+        let mut elements = self.ids.assign(view, cands, scene);
+        for e in elements.iter_mut().filter(|e| e.label.is_none()) {
+            e.looks = crate::looks::describe(view, e.bbox);
+        }
         let bounds = view.bounds();
         let texts = texts
             .iter()
@@ -276,6 +306,7 @@ mod tests {
                     confidence: 0.8,
                     source: ElementSource::Rect,
                     label: None,
+                    looks: None,
                 },
                 Element {
                     id: ElementId(2),
@@ -283,6 +314,7 @@ mod tests {
                     confidence: 0.8,
                     source: ElementSource::Rect,
                     label: None,
+                    looks: None,
                 },
             ],
         };

@@ -12,6 +12,7 @@ use gamepilot_model::{
     cache, CancelToken, ChatRequest, HostClient, HostTimeouts, LaunchSpec, LocalHost, VisualBudget,
     WeightsSpec,
 };
+use gamepilot_vision::Ocr as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -41,9 +42,17 @@ pub struct BenchArgs {
     /// Context size of the started host.
     #[arg(long, default_value_t = 4096)]
     pub ctx: u32,
-    /// CPU threads of the started host.
-    #[arg(long, default_value_t = 1)]
+    /// CPU threads of the started host (`run` and `demo` start theirs with 2).
+    #[arg(long, default_value_t = 2)]
     pub threads: u32,
+    /// The frame whose observation every call carries, perceived once as the tactical thread does
+    /// (PP-OCR, elements, marks); the goal and plan are the demo's. Default: the practice game's play
+    /// field from the corpus.
+    #[arg(long, default_value = "corpus/frames/arena-play-0.png")]
+    pub frame: PathBuf,
+    /// Instead of --frame, a three-mark synthetic observation (the figure issue 16 started from).
+    #[arg(long)]
+    pub synthetic: bool,
     /// Maximum reply tokens per call.
     #[arg(long, default_value_t = 40)]
     pub max_tokens: u32,
@@ -113,6 +122,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         },
     )?;
     let caps = client.probe()?;
+    let client = client.with_kind(caps.kind);
     println!("capabilities: vision {:?}, n_ctx {:?}", caps.vision, caps.n_ctx);
     let budget = VisualBudget::default();
     println!(
@@ -126,44 +136,100 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         }
     );
 
-    let tools = ToolSet::all();
+    let real = if args.synthetic {
+        None
+    } else {
+        let frame = gamepilot_runtime::load_image(&args.frame)
+            .with_context(|| format!("reading --frame {}", args.frame.display()))?;
+        let view = frame.view();
+        let mut ocr = gamepilot_ocr::default_engine()?;
+        let mut perceiver = gamepilot_vision::Perceiver::new();
+        let class = perceiver.classify_view(&view).class;
+        let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
+        let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
+        let cfg = gamepilot_session::SessionConfig::default();
+        // The mark path's tick (no pixel clicks): positions as words, as `run` sends them.
+        let text = gamepilot_session::observation_for_model(
+            &obs.to_text_for(false),
+            Default::default(),
+            cfg.observation_max_bytes,
+        );
+        println!(
+            "observation: {} ({} elements, {} bytes of text)",
+            args.frame.display(),
+            obs.elements.len(),
+            text.len()
+        );
+        println!("{text}");
+        let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
+        Some((text, marks, Size::new(frame.width, frame.height)))
+    };
+    let (tools, goal, plan) = if real.is_some() {
+        (
+            ToolSet::new(&gamepilot_session::tools_for_path(
+                Some(gamepilot_grounding::GroundingPath::Mark),
+                false,
+            ))?,
+            "Start the game from the menu (click Play), then walk around and collect a coin.",
+            Plan {
+                steps: vec![
+                    PlanStep::new("Collect a coin", StepStatus::Active),
+                    PlanStep::new("Keep collecting coins", StepStatus::Pending),
+                ],
+                subgoal: Some("Collect a coin".into()),
+            },
+        )
+    } else {
+        (
+            ToolSet::all(),
+            "Reach the exit door at the right end of the level.",
+            Plan {
+                steps: vec![
+                    PlanStep::new("Walk right along the corridor", StepStatus::Active),
+                    PlanStep::new("Open the exit door", StepStatus::Pending),
+                ],
+                subgoal: Some("Walk right along the corridor".into()),
+            },
+        )
+    };
     let mut ctx = Context::new(
         ContextConfig {
             context_tokens: args.ctx,
             ..ContextConfig::default()
         },
         &tools,
-        "Reach the exit door at the right end of the level.",
+        goal,
         MonoTime::ZERO,
     )?;
-    ctx.set_plan(Plan {
-        steps: vec![
-            PlanStep::new("Walk right along the corridor", StepStatus::Active),
-            PlanStep::new("Open the exit door", StepStatus::Pending),
-        ],
-        subgoal: Some("Walk right along the corridor".into()),
-    });
-    let capture = Size::new(1280, 720);
+    ctx.set_plan(plan);
     let cancel = CancelToken::new();
 
     let (mut wall, mut prompt_ms, mut predicted_ms) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut evaluated, mut completion) = (Vec::new(), Vec::new());
+    let mut last_reply = String::new();
     let (mut cached_sum, mut prompt_sum, mut retries) = (0u64, 0u64, 0u32);
     let mut first_wall = 0.0;
     for i in 0..args.calls {
         let now = MonoTime::from_millis(500 * (i as u64 + 1));
-        let marks: Vec<ElementId> = [3u32, 7, 11 + (i as u32 % 3)]
-            .into_iter()
-            .map(ElementId)
-            .collect();
-        let obs = ObservationText::new(
-            now,
-            format!(
-                "window 1280x720\nmarks: [3] door (1180,300 60x140); [7] player ({},520 32x48); [{}] coin\nsensors: hp=100 coins={}",
-                200 + i * 10,
-                marks[2].0,
-                i / 2
-            ),
-        );
+        let (obs, marks, capture) = match &real {
+            Some((text, marks, size)) => (ObservationText::new(now, text.clone()), marks.clone(), *size),
+            None => {
+                let marks: Vec<ElementId> = [3u32, 7, 11 + (i as u32 % 3)]
+                    .into_iter()
+                    .map(ElementId)
+                    .collect();
+                let obs = ObservationText::new(
+                    now,
+                    format!(
+                        "window 1280x720\nmarks: [3] door (1180,300 60x140); [7] player ({},520 32x48); [{}] coin\nsensors: hp=100 coins={}",
+                        200 + i * 10,
+                        marks[2].0,
+                        i / 2
+                    ),
+                );
+                (obs, marks, Size::new(1280, 720))
+            }
+        };
         let schema = tactical_schema(&tools, &marks, capture, &SchemaLimits::default())?;
         let prompt = ctx.assemble(Cadence::Tactical, &obs, None);
         let req = ChatRequest::from_prompt(&model_name, &prompt, args.max_tokens);
@@ -187,6 +253,13 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         if let Some(p) = timings.predicted_ms {
             predicted_ms.push(p);
         }
+        if let Some(n) = timings.prompt_evaluated {
+            evaluated.push(n as f64);
+        }
+        if let Some(n) = timings.completion_tokens {
+            completion.push(n as f64);
+        }
+        last_reply = r.value.to_string();
         ctx.record(HistoryEntry::new(
             now.plus(Duration::from_millis(100)),
             r.value.to_string(),
@@ -197,6 +270,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     let wall = sorted(wall);
     let prompt_ms = sorted(prompt_ms);
     let predicted_ms = sorted(predicted_ms);
+    let evaluated = sorted(evaluated);
+    let completion = sorted(completion);
     let ratio = if prompt_sum > 0 {
         cached_sum as f64 / prompt_sum as f64
     } else {
@@ -215,6 +290,11 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         "  host prompt eval: p50 {:.1} ms; generation: p50 {:.1} ms",
         percentile(&prompt_ms, 0.5),
         percentile(&predicted_ms, 0.5)
+    );
+    println!(
+        "  tokens per call: p50 {:.0} prompt tokens evaluated, {:.0} generated; last reply {last_reply}",
+        percentile(&evaluated, 0.5),
+        percentile(&completion, 0.5)
     );
     println!(
         "  prefix-cache hit ratio: {:.3} ({} of {} prompt tokens reused)",

@@ -45,6 +45,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .map(|p| p.join("frames"))
         .unwrap_or_else(|| PathBuf::from("frames"));
     let (client, _host) = args.model.connect()?;
+    // The host's dialect, as `run` speaks it (a llama.cpp host gets the compact grammar).
+    let caps = client
+        .probe_for(&args.model.model_name)
+        .context("probing the model host")?;
+    let client = client.with_kind(caps.kind);
     println!(
         "eval: {} of {} decision points (corpus v{}), host {}",
         points.len(),
