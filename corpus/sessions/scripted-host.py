@@ -56,14 +56,16 @@ def tactical(user, schema):
     obs = user.split("Current observation")[-1]
     if "PRACTICE ARENA" in obs:
         # the menu: the Play button is the topmost rect (its label is not always read while hovered)
-        rects = [tuple(int(g) for g in m.groups())
-                 for m in re.finditer(r'\[(\d+)\] rect at \[(\d+), (\d+), (\d+), (\d+)\]', obs)]
+        # `[N] rect ["label"] at X,Y` (the box centre)
+        rects = [(int(m.group(1)), int(m.group(3)), int(m.group(4)), m.group(2) or "")
+                 for m in re.finditer(r'\[(\d+)\] rect(?: "([^"]*)")? at (\d+),(\d+)', obs)]
         if rects:
-            mark, x, y, w, h = min(rects, key=lambda r: r[2])
+            labelled = [r for r in rects if "Play" in r[3]]
+            mark, x, y, _ = labelled[0] if labelled else min(rects, key=lambda r: r[2])
             if mark in allowed_marks(schema):
                 return {"action": "click_mark", "mark": mark}
             if "click" in names:
-                return {"action": "click", "x": x + w // 2, "y": y + h // 2, "button": "left"}
+                return {"action": "click", "x": x, "y": y, "button": "left"}
     if POLICY == "wall":
         return {"action": "hold_key", "key": "a", "duration_ms": 2500}
     if POLICY == "sweep":

@@ -27,10 +27,13 @@ pub enum Tool {
     CameraDegrees,
     Wait,
     Note,
+    /// Walk the avatar to a marked element: the reflex steers with the direction keys self-identification
+    /// learned (issue 16 item 4); offered only once the session knows its avatar.
+    MoveTo,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 13] = [
+    pub const ALL: [Tool; 14] = [
         Tool::ClickMark,
         Tool::Click,
         Tool::DoubleClick,
@@ -44,6 +47,7 @@ impl Tool {
         Tool::CameraDegrees,
         Tool::Wait,
         Tool::Note,
+        Tool::MoveTo,
     ];
 
     /// The `action` value in JSON.
@@ -62,6 +66,7 @@ impl Tool {
             Tool::CameraDegrees => "camera_degrees",
             Tool::Wait => "wait",
             Tool::Note => "note",
+            Tool::MoveTo => "move_to",
         }
     }
 
@@ -85,6 +90,7 @@ impl Tool {
             }
             Tool::Wait => "{\"action\":\"wait\",\"duration_ms\":500} do nothing for a while",
             Tool::Note => "{\"action\":\"note\",\"text\":\"...\"} record a fact you worked out into your notes",
+            Tool::MoveTo => "{\"action\":\"move_to\",\"mark\":N} walk your avatar to the element marked N (the agent steers it there with the direction keys)",
         }
     }
 }
@@ -211,7 +217,7 @@ pub fn tactical_schema_in(
     let mut variants = Vec::new();
     for tool in tools.tools() {
         let (props, required): (Vec<(&str, Value)>, Vec<&str>) = match tool {
-            Tool::ClickMark => {
+            Tool::ClickMark | Tool::MoveTo => {
                 if ids.is_empty() {
                     continue;
                 }
@@ -344,6 +350,8 @@ pub enum TacticalReply {
     ClickMark { mark: ElementId, button: MouseButton },
     /// The note skill.
     Note { text: String },
+    /// Walk the avatar to the element with this mark (steered by the reflex, issue 16 item 4).
+    MoveTo { mark: ElementId },
 }
 
 impl TacticalReply {
@@ -396,6 +404,16 @@ impl TacticalReply {
                 Ok(TacticalReply::ClickMark {
                     mark: ElementId(mark),
                     button,
+                })
+            }
+            "move_to" => {
+                let mark = value
+                    .get("mark")
+                    .and_then(Value::as_u64)
+                    .and_then(|m| u32::try_from(m).ok())
+                    .ok_or_else(|| bad("mark is not a u32".into()))?;
+                Ok(TacticalReply::MoveTo {
+                    mark: ElementId(mark),
                 })
             }
             "note" => Ok(TacticalReply::Note {

@@ -135,6 +135,16 @@ pub enum Action {
     },
     /// Do nothing for `duration_ms` (holds the next script line back).
     Wait { duration_ms: u64 },
+    /// Steer the avatar with four direction keys for at most `duration_ms` (the `move_to` skill, issue
+    /// 16): the executor holds, each tick, whichever of these keys the reflex's steering controller
+    /// wants, never any other, and ends the action when the controller says it arrived or gave up.
+    Steer {
+        up: String,
+        down: String,
+        left: String,
+        right: String,
+        duration_ms: u64,
+    },
 }
 
 impl Action {
@@ -152,6 +162,7 @@ impl Action {
             Action::CameraDegrees { .. } => "camera_degrees",
             Action::MovePointer { .. } => "move_pointer",
             Action::Wait { .. } => "wait",
+            Action::Steer { .. } => "steer",
         }
     }
 
@@ -165,6 +176,7 @@ impl Action {
                 | Action::CameraDegrees { .. }
                 | Action::MovePointer { .. }
                 | Action::Wait { .. }
+                | Action::Steer { .. }
         )
     }
 }

@@ -269,6 +269,11 @@ enum Phase {
         notches: u32,
     },
     Wait(Duration),
+    /// Hold what the steering controller wants among these inputs, until the deadline.
+    Steer {
+        allowed: Vec<Input>,
+        duration: Duration,
+    },
 }
 
 /// The running state of the current phase.
@@ -279,6 +284,7 @@ enum Running {
     Until(MonoTime),
     Camera(CameraStepper),
     Scroll { button: u8, left: u32 },
+    Steer { allowed: Vec<Input>, until: MonoTime },
 }
 
 #[derive(Debug, Clone)]
@@ -289,6 +295,15 @@ struct Active {
     phases: VecDeque<Phase>,
     current: Option<Running>,
     resources: Vec<Resource>,
+    /// A steering action's wanted inputs (set by [`Executor::steer`]) and whether it is to end.
+    steer: SteerWant,
+}
+
+/// What the steering controller last asked of a steering action.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct SteerWant {
+    want: Vec<Input>,
+    finish: bool,
 }
 
 /// Undo information for non-release events that the event budget may hold back.
@@ -488,6 +503,7 @@ impl Executor {
             phases: phases.into(),
             current: None,
             resources,
+            steer: SteerWant::default(),
         });
         Ok(id)
     }
@@ -701,6 +717,27 @@ impl Executor {
                     duration: duration_ms.map(Duration::from_millis),
                 });
             }
+            Action::Steer {
+                up,
+                down,
+                left,
+                right,
+                duration_ms,
+            } => {
+                let duration = self.hold_limit(Some(*duration_ms))?.unwrap_or(self.cfg.max_hold);
+                let mut allowed = Vec::new();
+                for key in [up, down, left, right] {
+                    let inputs = self.keys_of(key)?;
+                    if inputs.len() != 1 {
+                        return Err(RejectReason::NothingToDo);
+                    }
+                    allowed.extend(inputs);
+                }
+                allowed.sort();
+                allowed.dedup();
+                res.extend(allowed.iter().map(|i| Resource::Input(*i)));
+                phases.push(Phase::Steer { allowed, duration });
+            }
             Action::Wait { duration_ms } => {
                 let d = Duration::from_millis(*duration_ms);
                 if d > self.cfg.max_wait {
@@ -713,6 +750,22 @@ impl Executor {
             }
         }
         Ok((phases, res))
+    }
+
+    /// The steering controller's wish for steering action `id` this tick: hold exactly `want` (inputs
+    /// the action was not given are ignored), or end the action (`finish`; its inputs are released on
+    /// the next tick and it reports `Completed`). False when `id` is no running steering action.
+    pub fn steer(&mut self, id: ActionId, want: &[String], finish: bool) -> bool {
+        let want: Vec<Input> = want
+            .iter()
+            .filter_map(|k| self.keys_of(k).ok())
+            .flatten()
+            .collect();
+        let Some(a) = self.actions.iter_mut().find(|a| a.id == id && a.name == "steer") else {
+            return false;
+        };
+        a.steer = SteerWant { want, finish };
+        true
     }
 
     /// Selective cancellation (ADR-0035 "Ownership"): end every action of `owner`; their inputs are released
@@ -1100,6 +1153,10 @@ fn advance(
                     button,
                     left: notches,
                 },
+                Phase::Steer { allowed, duration } => Running::Steer {
+                    allowed,
+                    until: now.plus(duration),
+                },
             });
         }
         let Some(cur) = a.current.as_mut() else {
@@ -1148,6 +1205,14 @@ fn advance(
                 }
                 let ev = c.step(now).map(|(dx, dy)| InputEvent::MotionRelative { dx, dy });
                 return Step::Wants(Vec::new(), ev);
+            }
+            Running::Steer { allowed, until } => {
+                if a.steer.finish || now >= *until {
+                    a.current = None;
+                    continue;
+                }
+                let want = a.steer.want.iter().filter(|i| allowed.contains(i)).copied().collect();
+                return Step::Wants(want, None);
             }
             Running::Scroll { button, left } => {
                 if *left == 0 {

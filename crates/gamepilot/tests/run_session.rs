@@ -26,8 +26,8 @@ fn events(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// The marks of the current observation in a tactical prompt: `[N] kind at [x, y, w, h]`.
-fn marks(prompt: &str) -> Vec<(u64, [i64; 4])> {
+/// The marks of the current observation in a tactical prompt: `[N] kind ["label"] at X,Y` (box centre).
+fn marks(prompt: &str) -> Vec<(u64, [i64; 2])> {
     let obs = prompt.rsplit("Current observation").next().unwrap_or(prompt);
     let mut out = Vec::new();
     for line in obs.lines() {
@@ -37,15 +37,12 @@ fn marks(prompt: &str) -> Vec<(u64, [i64; 4])> {
         let Some((id, rest)) = rest.split_once(']') else {
             continue;
         };
-        let Some((_, nums)) = rest.split_once(" at [") else {
+        let Some((_, at)) = rest.rsplit_once(" at ") else {
             continue;
         };
-        let Some((nums, _)) = nums.split_once(']') else {
-            continue;
-        };
-        let v: Vec<i64> = nums.split(',').filter_map(|n| n.trim().parse().ok()).collect();
-        if let (Ok(id), [x, y, w, h]) = (id.parse(), v.as_slice()) {
-            out.push((id, [*x, *y, *w, *h]));
+        let v: Vec<i64> = at.split(',').filter_map(|n| n.trim().parse().ok()).collect();
+        if let (Ok(id), [x, y]) = (id.parse(), v.as_slice()) {
+            out.push((id, [*x, *y]));
         }
     }
     out
@@ -106,10 +103,9 @@ fn a_denied_chord_reaches_the_next_prompt_then_a_marked_click_is_executed_verifi
             return Reply::json(&json!({"action": "key", "key": "alt+F4"}));
         }
         let prompt = req.prompt_text();
-        let on_play = marks(&prompt).into_iter().find(|(_, [x, y, w, h])| {
-            let (cx, cy) = (x + w / 2, y + h / 2);
-            play.contains(cx as i32, cy as i32)
-        });
+        let on_play = marks(&prompt)
+            .into_iter()
+            .find(|(_, [cx, cy])| play.contains(*cx as i32, *cy as i32));
         match on_play {
             Some((mark, _)) => Reply::json(&json!({"action": "click_mark", "mark": mark})),
             None => Reply::json(&json!({"action": "wait", "duration_ms": 300})),

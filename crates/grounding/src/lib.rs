@@ -1,5 +1,5 @@
 //! Pure logic: verification verdicts, suppression of refuted targets, failure attribution, grounding path
-//! statistics and the two-stage refinement planner.
+//! statistics, the two-stage refinement planner, and self-identification with the steering controller.
 //!
 //! Nothing here touches X11, threads, files or the clock; time arrives as [`gamepilot_core::MonoTime`] and
 //! ticks as counters, so every decision is deterministic and replayable.
@@ -7,12 +7,17 @@
 pub mod attribution;
 pub mod paths;
 pub mod refine;
+pub mod steer;
 pub mod suppress;
 pub mod verify;
 
 pub use attribution::{attribute, FailureCause, FailureFacts, FailureHistogram};
 pub use paths::{GroundingPath, PathCounts, PathStats};
 pub use refine::{plan_crop, plan_crop_box, scale_rect, Crop, RefineConfig};
+pub use steer::{
+    identify, AvatarModel, DirectionKeys, ProbeSample, SeenElement, SelfIdError, SteerController, SteerEnd,
+    SteerPlan, SteerStep,
+};
 pub use suppress::{Suppressor, Target};
 pub use verify::{
     verdict_for, ActionId, ChangeDirection, Evidence, ExpectedChange, PendingCheck, Verdict, Verifier,

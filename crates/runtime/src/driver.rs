@@ -511,6 +511,11 @@ impl Driver {
         }
     }
 
+    /// The steering controller's wish for steering action `id` (see [`Executor::steer`]).
+    pub fn steer(&mut self, id: ActionId, want: &[String], finish: bool) -> bool {
+        self.ex.steer(id, want, finish)
+    }
+
     /// Selective cancellation (ADR-0035 Ownership).
     pub fn cancel_owner(&mut self, owner: gamepilot_core::SubgoalId) -> Vec<Report> {
         self.ex.cancel_owner(owner)

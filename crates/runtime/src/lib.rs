@@ -17,6 +17,7 @@ pub mod refine;
 pub mod reflex;
 pub mod sensor_worker;
 pub mod session_inputs;
+pub mod steering;
 pub mod stop_signals;
 pub mod tactical;
 pub mod templates;

@@ -40,6 +40,11 @@ pub enum ToReflex {
         region: Option<Rect>,
         settle: Duration,
     },
+    /// Steer the steering action submitted under `tag` toward its target (`move_to`, issue 16).
+    Steer {
+        tag: u64,
+        plan: gamepilot_grounding::SteerPlan,
+    },
     /// Release what a subgoal owns (selective cancellation, ADR-0035 Ownership).
     CancelOwner(SubgoalId),
     /// The active subgoal and its compiled postcondition.
@@ -82,6 +87,12 @@ pub enum FromReflex {
     Evidence {
         tag: u64,
         changed: Option<bool>,
+    },
+    /// A `move_to` ended: arrived or not, and on how many ticks tracking saw the moving box.
+    Steered {
+        tag: u64,
+        end: gamepilot_grounding::SteerEnd,
+        sightings: u32,
     },
     /// An interlock or safety event; `detail` is for people only. Sent on change (frame health, window
     /// geometry, focus) and once for a stop (user input, halt, guardian gone).
@@ -299,6 +310,7 @@ pub fn run(
     let mut ocr_worker = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new).ok();
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
     let mut watches: Vec<WatchState> = Vec::new();
+    let mut steering: Vec<crate::steering::SteerRun> = Vec::new();
     let mut tags: Vec<(gamepilot_executor::ActionId, u64)> = Vec::new();
     let mut tick: u64 = 0;
     let mut holding = false;
@@ -371,6 +383,14 @@ pub fn run(
                         last_sample: Instant::now(),
                     });
                 }
+                Ok(ToReflex::Steer { tag, plan }) => match tags.iter().find(|(_, t)| *t == tag) {
+                    Some((id, _)) => steering.push(crate::steering::SteerRun::new(tag, *id, plan, now())),
+                    None => send(FromReflex::Steered {
+                        tag,
+                        end: gamepilot_grounding::SteerEnd::TimedOut { left_px: f64::NAN },
+                        sightings: 0,
+                    }),
+                },
                 Ok(ToReflex::CancelOwner(owner)) => {
                     for r in d.cancel_owner(owner) {
                         report_finished(&mut tags, &r, &send);
@@ -391,6 +411,25 @@ pub fn run(
                 Err(std::sync::mpsc::TryRecvError::Empty) => break,
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => return Ok(()),
             }
+        }
+        // move_to: track, let the controller choose the keys, pass its wish to the executor (issue 16).
+        if !steering.is_empty() {
+            let size = d
+                .chain()
+                .map(|c| c.client_size)
+                .unwrap_or(gamepilot_core::Size::new(1, 1));
+            let t = now();
+            steering.retain_mut(|run| match run.tick(&mut d, &mut capturer, size, t) {
+                Some(end) => {
+                    send(FromReflex::Steered {
+                        tag: run.tag,
+                        end,
+                        sightings: run.sightings,
+                    });
+                    false
+                }
+                None => true,
+            });
         }
         // The five steps (halt, foreground, advance, reconcile, emit + publish), audit, indicator.
         let stop = d.step(&mut ev)?;

@@ -58,6 +58,11 @@ pub fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             vec![Input::ActionEnded { action: tag, end }]
         }
         FromReflex::Evidence { tag, changed } => vec![Input::Evidence { action: tag, changed }],
+        FromReflex::Steered { tag, end, sightings } => vec![Input::Steered {
+            action: tag,
+            end,
+            sightings,
+        }],
         FromReflex::Interlock { interlock, detail } => {
             let kind = match interlock {
                 reflex::InterlockKind::UserInput => InterlockKind::UserInput,

@@ -8,7 +8,7 @@ use crate::refine;
 use crate::RuntimeError;
 use gamepilot_context::{
     localise_schema, parse_localise, tactical_schema, tactical_schema_in, Cadence, ImagePart,
-    ObservationText, SchemaLimits, TacticalReply, Tool, ToolSet,
+    ObservationText, SchemaLimits, TacticalReply, ToolSet,
 };
 use gamepilot_core::{CoordConvention, CoordSpace, ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient, ModelError};
@@ -96,6 +96,8 @@ pub fn run(
     let mut ocr = gamepilot_ocr::default_engine().ok();
     let marks = mark_font();
     let a11y = AccessibilityFeed::start(setup.window);
+    // The previous tick's frame and element boxes: a perceive-only tick measures how they moved.
+    let mut previous: Option<(Frame, Vec<gamepilot_core::Rect>)> = None;
     while let Ok(TacticalRequest { job: req }) = rx.recv() {
         if cancel.is_cancelled() {
             break;
@@ -135,15 +137,47 @@ pub fn run(
             .map(|e| e.id)
             .filter(|id| !req.excluded_marks.contains(id))
             .collect();
-        let pixel_tools = req
-            .tools
-            .iter()
-            .any(|t| matches!(t, Tool::Click | Tool::DoubleClick | Tool::MovePointer));
-        let observation_text = observation_for_model(
-            &observation.to_text_for(pixel_tools),
-            req.health,
-            req.observation_max_bytes,
-        );
+        let observation_text =
+            observation_for_model(&observation.to_text(), req.health, req.observation_max_bytes);
+        let mut boxes: Vec<gamepilot_core::Rect> = observation.elements.iter().map(|e| e.bbox).collect();
+        boxes.push(gamepilot_vision::track::view_centre_box(observation.frame_size));
+        let before = previous.replace((frame.clone(), boxes));
+        if req.perceive_only {
+            // Self-identification's frame after a probe hold: perceived, no model call; each element of
+            // the previous frame searched for nearby in this one (issue 16).
+            let moves = match &before {
+                Some((f, b)) if f.width == frame.width && f.height == frame.height => {
+                    gamepilot_vision::track::moves(&f.view(), b, &view, PROBE_SEARCH_PX)
+                }
+                _ => Vec::new(),
+            };
+            let outcome = TacticalOutcome {
+                tick: req.tick,
+                started,
+                observation,
+                observation_text,
+                crop: None,
+                reply: Err(TacticalFailure {
+                    kind: FailureKind::NotAsked,
+                    message: "perceive-only tick".into(),
+                    latency_ms: 0.0,
+                }),
+                moves,
+            };
+            let result = TacticalResult {
+                outcome,
+                frame: Some(frame),
+                marked,
+                prompt_json: serde_json::Value::Null,
+                prefix_bytes: 0,
+                schema: serde_json::Value::Null,
+                refinement: None,
+            };
+            if tx.send(result).is_err() {
+                break;
+            }
+            continue;
+        }
         let tools = &ToolSet::new(&req.tools)?;
         let call = |text: String, image: Option<ImagePart>, schema: &serde_json::Value| -> ModelCall {
             let prompt = req
@@ -280,6 +314,7 @@ pub fn run(
                 observation_text: model_observation_text.unwrap_or(observation_text),
                 crop: None,
                 reply: Err(other_failure(FailureKind::Host, String::new())),
+                moves: Vec::new(),
             },
             frame: Some(frame),
             marked,
@@ -417,6 +452,10 @@ pub struct Refinement {
     pub crop_view: refine::CropView,
 }
 
+/// How far a perceive-only tick looks for each element of the frame before (a 300 ms probe hold at
+/// 200 px/s moves the practice game's world 60 px).
+const PROBE_SEARCH_PX: u32 = 90;
+
 /// A tick whose capture failed: an empty observation that says so, and a perception failure.
 fn capture_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult {
     let observation = Observation {
@@ -437,6 +476,7 @@ fn capture_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult 
                 FailureKind::Perception,
                 format!("capture failed: {detail}"),
             )),
+            moves: Vec::new(),
         },
         frame: None,
         marked: None,

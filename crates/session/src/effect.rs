@@ -50,6 +50,11 @@ pub enum ReflexCommand {
     Subgoal { active: Option<(SubgoalId, usize)> },
     /// Pause the executor (everything released, nothing delivered) while an action awaits the user.
     Pause { paused: bool },
+    /// Steer the steering action `action` (just submitted) toward its target (`move_to`, issue 16).
+    Steer {
+        action: u64,
+        plan: gamepilot_grounding::SteerPlan,
+    },
 }
 
 /// A tactical tick to run.
@@ -80,6 +85,9 @@ pub struct TacticalJob {
     /// The frame's health when the tick started (FR-PERC-009): a black, frozen or occluded frame is
     /// named in the observation the model reads.
     pub health: FrameHealth,
+    /// Only perceive: no model call (self-identification's frames after each probe hold, issue 16).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub perceive_only: bool,
 }
 
 fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {

@@ -27,6 +27,13 @@ pub enum Input {
     ActionEnded { action: u64, end: ActionEnd },
     /// One change-watch sample for an executed action: did the watched pixels change since it was issued?
     Evidence { action: u64, changed: Option<bool> },
+    /// A `move_to` ended (the reflex's steering controller): arrived or not, and on how many ticks
+    /// tracking saw the moving box.
+    Steered {
+        action: u64,
+        end: gamepilot_grounding::SteerEnd,
+        sightings: u32,
+    },
     /// A safety interlock acted.
     Interlock { kind: InterlockKind, detail: String },
     /// The target window is gone.
@@ -239,6 +246,10 @@ pub struct TacticalOutcome {
     #[serde(default)]
     pub crop: Option<Observation>,
     pub reply: Result<ModelReply, TacticalFailure>,
+    /// A perceive-only tick's measure of how each element of the previous tick's observation moved by
+    /// this frame (its pixels found again nearby; `None`: not found), for self-identification.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<Option<(f64, f64)>>,
 }
 
 /// A schema-checked model reply.
@@ -275,6 +286,8 @@ pub enum FailureKind {
     Cancelled,
     /// Capture or perception failed on this tick.
     Perception,
+    /// The tick only perceived, as its job asked (self-identification): no model was called.
+    NotAsked,
 }
 
 /// A deliberative pass's result.

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod input;
 pub mod plan;
 pub mod scene;
+pub mod selfid;
 mod session;
 
 pub use effect::{
@@ -20,6 +21,7 @@ pub use input::{
     TacticalOutcome,
 };
 pub use scene::{scene_kind, SceneKind};
+pub use selfid::{SelfId, SelfIdStep, SteeringConfig};
 pub use session::{
     bound_text, fingerprint, observation_for_model, observation_signature, session_tools, tools_for_path,
     ReflexFeed, Session, SessionConfig, SessionNumbers, TOOLS,

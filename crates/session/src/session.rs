@@ -79,6 +79,10 @@ pub struct SessionConfig {
     /// The coordinate convention of the model's family when it sees images (issue 15).
     #[serde(default)]
     pub coord_convention: gamepilot_core::CoordConvention,
+    /// Self-identification and `move_to` (issue 16 item 4): the direction keys to probe. `None`: the
+    /// session never probes and the model has no `move_to`.
+    #[serde(default)]
+    pub steering: Option<crate::selfid::SteeringConfig>,
 }
 
 impl Default for SessionConfig {
@@ -99,6 +103,7 @@ impl Default for SessionConfig {
             image_tokens: 256,
             camera_calibrated: false,
             coord_convention: gamepilot_core::CoordConvention::CapturePixels,
+            steering: None,
         }
     }
 }
@@ -119,6 +124,10 @@ struct GroundedAction {
     unreadable_evidence: bool,
     /// A scene change was seen while the action was being verified.
     scene_changed: bool,
+    /// A `move_to`: the reflex steers it and its end is the evidence (issue 16 item 4).
+    steer: Option<gamepilot_grounding::SteerPlan>,
+    /// The verification window, when not the loop's default (a steering run lasts up to its bound).
+    settle_ms: Option<u64>,
 }
 
 /// An action held for the user's confirmation (FR-SAFE-005).
@@ -231,6 +240,11 @@ pub struct Session {
     /// The visual budget the user configured (degrade steps scale it, FR-MODEL-004).
     base_visual_pixels: u64,
     numbers: SessionNumbers,
+    /// Self-identification and the avatar it found (issue 16 item 4).
+    selfid: crate::selfid::SelfId,
+    /// The probe hold in progress: the next perceive-only tick waits for its end (its verdict can
+    /// come while the key is still held).
+    probe_running: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -357,7 +371,13 @@ impl Session {
         if cfg.postconditions.is_empty() {
             return Err(SessionError::NoPostcondition);
         }
-        let tools = ToolSet::new(&session_tools(cfg.camera_calibrated))?;
+        let mut tools = session_tools(cfg.camera_calibrated);
+        if cfg.steering.is_some() {
+            // Described in block 1 from the start (the prefix stays byte-identical); offered in a tick's
+            // schema only once the avatar is known.
+            tools.push(Tool::MoveTo);
+        }
+        let tools = ToolSet::new(&tools)?;
         let context_cfg = ContextConfig {
             context_tokens: cfg.context_tokens,
             ..ContextConfig::default()
@@ -390,6 +410,8 @@ impl Session {
             last_progress: None,
             base_visual_pixels: cfg.visual_pixels,
             numbers: SessionNumbers::default(),
+            selfid: crate::selfid::SelfId::new(cfg.steering.clone()),
+            probe_running: None,
             cfg,
         })
     }
@@ -468,6 +490,12 @@ impl Session {
             }
             Input::ActionRejected { action, rejection } => self.on_rejected(action, rejection, now, &mut out),
             Input::ActionEnded { action, end } => {
+                if self.probe_running == Some(action) {
+                    self.probe_running = None;
+                    if end != ActionEnd::Finished {
+                        self.selfid.probe_lost();
+                    }
+                }
                 if end != ActionEnd::Finished && self.actions.contains_key(&action) {
                     let reason = match end {
                         ActionEnd::Cancelled { reason } => format!("cancelled: {reason}"),
@@ -498,6 +526,27 @@ impl Session {
                             action: ActionId(action),
                             evidence,
                             facts,
+                        },
+                        now,
+                        &mut out,
+                    );
+                }
+            }
+            Input::Steered { action, end, sightings } => {
+                if let Some(a) = self.actions.get(&action) {
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!("{} ended: {end:?}, tracked on {sightings} ticks", a.label),
+                    }));
+                    self.feed(
+                        Event::Evidence {
+                            action: ActionId(action),
+                            evidence: Evidence::Postcondition {
+                                value: Some(end.reached()),
+                            },
+                            facts: FailureFacts {
+                                target_region_changed: Some(end.reached()),
+                                ..FailureFacts::default()
+                            },
                         },
                         now,
                         &mut out,
@@ -607,14 +656,24 @@ impl Session {
                             intention: a.intention.clone(),
                             generation: a.generation,
                         }));
-                        out.push(Effect::Reflex(ReflexCommand::Watch {
-                            action: action.0,
-                            region: a.region,
-                            settle_ms: self.cfg.loop_cfg.settle_ms,
-                        }));
+                        match &a.steer {
+                            Some(plan) => out.push(Effect::Reflex(ReflexCommand::Steer {
+                                action: action.0,
+                                plan: plan.clone(),
+                            })),
+                            None => out.push(Effect::Reflex(ReflexCommand::Watch {
+                                action: action.0,
+                                region: a.region,
+                                settle_ms: self.cfg.loop_cfg.settle_ms,
+                            })),
+                        }
                     }
                 }
                 Command::Reject { action, reason } => {
+                    if self.probe_running == Some(action.0) {
+                        self.probe_running = None;
+                        self.selfid.probe_lost();
+                    }
                     self.numbers.rejected += 1;
                     if let Some(a) = self.actions.remove(&action.0) {
                         let why = format!("not executed: {reason:?}");
@@ -839,6 +898,10 @@ impl Session {
     }
 
     fn on_rejected(&mut self, action: u64, rejection: Rejection, now: MonoTime, out: &mut Vec<Effect>) {
+        if self.probe_running == Some(action) {
+            self.probe_running = None;
+            self.selfid.probe_lost();
+        }
         let reason = rejection.to_string();
         if let Some(a) = self.actions.get(&action) {
             // FR-ACT-006: the reason reaches the model's history; recorded as rejected, not executed.
@@ -873,6 +936,7 @@ impl Session {
         if self.tactical_in_flight.is_some()
             || self.held.is_some()
             || !self.actions.is_empty()
+            || self.probe_running.is_some()
             || self.state.active_subgoal().is_none()
             || !due
         {
@@ -917,14 +981,19 @@ impl Session {
             tick: self.tactical_tick,
             generation: self.generation,
         });
+        let mut tools = tools_for_path(path, self.cfg.camera_calibrated);
+        if self.selfid.avatar().is_some() {
+            tools.push(Tool::MoveTo);
+        }
+        let perceive_only = self.selfid.probing();
         out.push(Effect::StartTactical(TacticalJob {
             tick: self.tactical_tick,
             context: Box::new(self.context.clone()),
             context_fingerprint,
             excluded_marks: self.excluded.clone(),
-            tools: tools_for_path(path, self.cfg.camera_calibrated),
+            tools,
             path,
-            two_stage: path == Some(GroundingPath::TwoStage),
+            two_stage: path == Some(GroundingPath::TwoStage) && !perceive_only,
             with_image: self.cfg.with_image,
             visual_pixels: self.cfg.visual_pixels,
             coords: if self.cfg.with_image {
@@ -935,6 +1004,7 @@ impl Session {
             observation_max_bytes: self.cfg.observation_max_bytes,
             generation: self.generation,
             health: self.health,
+            perceive_only,
         }));
     }
 
@@ -989,6 +1059,55 @@ impl Session {
             now,
             out,
         );
+        // Self-identification (issue 16 item 4a): on the first play field, and after each probe hold.
+        let perceived_only = matches!(&t.reply, Err(f) if f.kind == FailureKind::NotAsked);
+        match self.selfid.on_observation(&t.observation, scene, signature, &t.moves) {
+            crate::selfid::SelfIdStep::Hold(key) => {
+                if let Ok(r) = &t.reply {
+                    self.record_call(r);
+                    self.context.record(HistoryEntry::new(
+                        now,
+                        r.text.clone(),
+                        "set aside: the agent first identifies its avatar (probe holds of its direction keys)",
+                    ));
+                }
+                self.propose_probe(key, generation, now, out);
+                return;
+            }
+            crate::selfid::SelfIdStep::Done(result) => {
+                let text = match &result {
+                    Ok(m) => {
+                        // The smallest sprite-sized unlabelled element under the avatar's centre is its mark.
+                        let c = m.bbox.center();
+                        let sprite = t
+                            .observation
+                            .elements
+                            .iter()
+                            .filter(|e| e.label.is_none() && e.bbox.contains(c) && e.bbox.w <= 96 && e.bbox.h <= 96)
+                            .min_by_key(|e| e.bbox.w * e.bbox.h)
+                            .map(|e| (e.id.0, e.looks.as_deref()));
+                        m.note(sprite)
+                    }
+                    Err(e) if self.selfid.failure().is_some() => {
+                        format!("Self-identification found no avatar: {e}; move_to is not offered.")
+                    }
+                    Err(e) => format!("Self-identification found no avatar on this view: {e}; another view will be tried."),
+                };
+                if let Err(e) = self.context.note(&text, now) {
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!("avatar note refused: {e}"),
+                    }));
+                }
+                let evidence = result.as_ref().map(|m| m.evidence.as_str()).unwrap_or("");
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!("self-identification: {text} Evidence: {evidence}"),
+                }));
+            }
+            crate::selfid::SelfIdStep::Nothing => {}
+        }
+        if perceived_only {
+            return;
+        }
         let reply = match t.reply {
             Ok(r) => r,
             Err(f) => {
@@ -1106,6 +1225,88 @@ impl Session {
         self.propose(grounded, now, out);
     }
 
+    /// A probe hold of self-identification: a session action like any other (budgets, rate, denied keys,
+    /// verification by view change), labelled as the session's own.
+    fn propose_probe(&mut self, key: String, generation: u64, now: MonoTime, out: &mut Vec<Effect>) {
+        let probe_ms = self.selfid.config().map(|c| c.probe_ms).unwrap_or(300);
+        let action = Action::HoldKey {
+            key: key.clone(),
+            duration_ms: Some(probe_ms),
+        };
+        let (expected, region) = expectation(&action, None);
+        let grounded = GroundedAction {
+            intention: Intention::new(action, SubgoalId(0)),
+            target: None,
+            path: None,
+            expected,
+            region,
+            label: format!("self-identification probe: hold {key} {probe_ms} ms"),
+            generation,
+            executed: false,
+            unreadable_evidence: false,
+            scene_changed: false,
+            steer: None,
+            settle_ms: None,
+        };
+        self.probe_running = Some(self.next_action);
+        self.propose(grounded, now, out);
+    }
+
+    /// `move_to` (issue 16 item 4b): the reflex steers the avatar to the marked element with the keys
+    /// self-identification learned; the evidence is the avatar's box reaching the target's.
+    fn ground_move_to(
+        &mut self,
+        mark: ElementId,
+        marks: &Observation,
+        generation: u64,
+        now: MonoTime,
+    ) -> Option<GroundedAction> {
+        let label = format!("move_to {mark}");
+        let refuse = |ctx: &mut Context, why: &str| {
+            ctx.record(HistoryEntry::new(now, label.clone(), why.to_string()));
+            None
+        };
+        let (Some(model), Some(max_ms)) = (
+            self.selfid.avatar().cloned(),
+            self.selfid.config().map(|c| c.max_steer_ms),
+        ) else {
+            return refuse(&mut self.context, "not executed: the avatar is not identified");
+        };
+        let Some(el) = marks.element(mark) else {
+            return refuse(&mut self.context, "mark not present");
+        };
+        let avatar = model
+            .locate(&crate::selfid::seen(marks))
+            .unwrap_or(model.bbox);
+        if avatar.contains(el.bbox.center()) || el.bbox.contains(avatar.center()) {
+            return refuse(&mut self.context, "not executed: that mark is the avatar itself");
+        }
+        let plan = gamepilot_grounding::SteerPlan::new(&model, avatar, el.bbox, max_ms);
+        let action = Action::Steer {
+            up: plan.keys.up.clone(),
+            down: plan.keys.down.clone(),
+            left: plan.keys.left.clone(),
+            right: plan.keys.right.clone(),
+            duration_ms: plan.bound_ms,
+        };
+        Some(GroundedAction {
+            intention: Intention::new(action, SubgoalId(0)),
+            target: Some(Target::Mark { element: mark }),
+            path: Some(GroundingPath::Mark),
+            expected: ExpectedChange::Postcondition {
+                source: format!("the avatar reaches mark {mark}"),
+            },
+            region: None,
+            label,
+            generation,
+            executed: false,
+            unreadable_evidence: false,
+            scene_changed: false,
+            settle_ms: Some(plan.bound_ms + 1_000),
+            steer: Some(plan),
+        })
+    }
+
     fn record_call(&mut self, reply: &ModelReply) {
         self.numbers.tactical_calls += 1;
         self.numbers.tactical_latency_ms.push(reply.latency_ms);
@@ -1158,6 +1359,7 @@ impl Session {
                     Some(Target::Mark { element: *mark }),
                 )
             }
+            TacticalReply::MoveTo { mark } => return self.ground_move_to(*mark, marks, generation, now),
             TacticalReply::Act(a) => {
                 let target = match a {
                     Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Target::Point {
@@ -1188,6 +1390,8 @@ impl Session {
             executed: false,
             unreadable_evidence: false,
             scene_changed: false,
+            steer: None,
+            settle_ms: None,
         })
     }
 
@@ -1201,7 +1405,7 @@ impl Session {
             target: grounded.target,
             path: grounded.path,
             expected: grounded.expected.clone(),
-            settle_ms: Some(self.cfg.loop_cfg.settle_ms),
+            settle_ms: Some(grounded.settle_ms.unwrap_or(self.cfg.loop_cfg.settle_ms)),
         };
         self.actions.insert(id, grounded);
         self.feed(event, now, out);

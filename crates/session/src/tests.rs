@@ -137,6 +137,7 @@ fn outcome(tick: u64, obs: Observation, reply: Result<ModelReply, TacticalFailur
         observation: obs,
         crop: None,
         reply,
+        moves: Vec::new(),
     }))
 }
 

@@ -127,20 +127,23 @@ fn allowed_marks(schema: &Value) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// `[MARK] rect at [X, Y, W, H]` entries of an observation.
-fn rects(obs: &str) -> Vec<[u64; 5]> {
+/// `[MARK] rect ["LABEL"] at X,Y` entries of an observation: mark, box centre, label.
+fn rects(obs: &str) -> Vec<(u64, u64, u64, Option<String>)> {
     let mut out = Vec::new();
-    for (i, _) in obs.match_indices('[') {
-        let rest = &obs[i + 1..];
-        let Some((mark, rest)) = rest.split_once("] rect at [") else {
+    for line in obs.lines() {
+        let Some(rest) = line.strip_prefix('[') else {
             continue;
         };
-        let Some((nums, _)) = rest.split_once(']') else {
+        let Some((mark, rest)) = rest.split_once("] rect") else {
             continue;
         };
-        let parsed: Vec<u64> = nums.split(',').filter_map(|n| n.trim().parse().ok()).collect();
-        if let (Ok(mark), [x, y, w, h]) = (mark.parse::<u64>(), parsed.as_slice()) {
-            out.push([mark, *x, *y, *w, *h]);
+        let Some((middle, at)) = rest.rsplit_once(" at ") else {
+            continue;
+        };
+        let label = middle.split('"').nth(1).map(str::to_string);
+        let parsed: Vec<u64> = at.split(',').filter_map(|n| n.trim().parse().ok()).collect();
+        if let (Ok(mark), [x, y]) = (mark.parse::<u64>(), parsed.as_slice()) {
+            out.push((mark, *x, *y, label));
         }
     }
     out
@@ -158,13 +161,19 @@ fn tactical(moves: ArenaMove, st: &mut Counters, user: &str, schema: &Value) -> 
     st.tactical += 1;
     let obs = observation(user);
     if obs.contains("PRACTICE ARENA") {
-        // the menu: the Play button is the topmost rect (its label is not always read while hovered)
-        if let Some([mark, x, y, w, h]) = rects(obs).into_iter().min_by_key(|r| r[2]) {
-            if allowed_marks(schema).contains(&mark) {
+        // the menu: the Play button is the rect labelled Play, else the topmost rect (its label is not
+        // always read while hovered)
+        let all = rects(obs);
+        let play = all
+            .iter()
+            .find(|r| r.3.as_deref().is_some_and(|l| l.contains("Play")))
+            .or_else(|| all.iter().min_by_key(|r| r.2));
+        if let Some((mark, x, y, _)) = play {
+            if allowed_marks(schema).contains(mark) {
                 return json!({"action": "click_mark", "mark": mark});
             }
             if tool_names(schema).contains(&"click") {
-                return json!({"action": "click", "x": x + w / 2, "y": y + h / 2, "button": "left"});
+                return json!({"action": "click", "x": x, "y": y, "button": "left"});
             }
         }
     }
@@ -259,7 +268,7 @@ mod tests {
             {"properties": {"action": {"const": "click"}}},
             {"properties": {"action": {"const": "hold_key"}}},
         ]});
-        let menu = "Current observation:\nPRACTICE ARENA\n[5] rect at [10, 300, 100, 40]\n[2] rect at [10, 200, 100, 40]";
+        let menu = "Current observation:\nPRACTICE ARENA\n[5] rect at 60,320\n[2] rect at 60,220";
         let policy = arena_policy(fast(ArenaMove::Wall));
         assert_eq!(
             content(policy(&req("tactical", menu, schema.clone()))),

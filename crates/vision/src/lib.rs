@@ -14,6 +14,7 @@ pub mod ocr;
 pub mod proposals;
 pub mod template;
 pub mod thumb;
+pub mod track;
 
 pub use classify::{classify, Classification, ClassifierParams, FrameClass};
 pub use ids::IdTracker;

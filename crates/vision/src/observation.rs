@@ -89,26 +89,7 @@ impl Observation {
     /// carries, each once (issue 16 item 2: every digit is a token to a small model's tokenizer, so the
     /// 20 elements of the practice play field cost 482 tokens with full boxes and duplicated text lines).
     pub fn to_text(&self) -> String {
-        self.to_text_for(true)
-    }
-
-    /// [`Observation::to_text`], with each position as its box centre in pixels when `coordinates` (the
-    /// tick offers pixel clicks), else as a word of the frame's 3×3 grid ("top left", "centre"): a mark
-    /// click needs no pixels, and each digit is a token (issue 16 item 3).
-    pub fn to_text_for(&self, coordinates: bool) -> String {
-        let place = |c: gamepilot_core::Point| -> String {
-            if coordinates {
-                return format!("{},{}", c.x, c.y);
-            }
-            let third = |v: i32, n: u32| (v.max(0) as u64 * 3 / u64::from(n.max(1))).min(2);
-            let row = ["top", "", "bottom"][third(c.y, self.frame_size.h) as usize];
-            let col = ["left", "", "right"][third(c.x, self.frame_size.w) as usize];
-            match (row, col) {
-                ("", "") => "centre".into(),
-                ("", c) | (c, "") => c.into(),
-                (r, c) => format!("{r} {c}"),
-            }
-        };
+        let place = |c: gamepilot_core::Point| format!("{},{}", c.x, c.y);
         let mut s = format!(
             "frame {}x{} ({})\n",
             self.frame_size.w, self.frame_size.h, self.class

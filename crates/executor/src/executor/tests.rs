@@ -904,3 +904,53 @@ fn rate_windows_stay_bounded_over_an_hour_at_the_top_cadence() {
     assert!(refused_for_rate > 0);
     assert!(most_active <= max_actions, "{most_active} actions at once");
 }
+
+#[test]
+fn steering_holds_only_what_the_controller_wants_among_its_keys_and_ends_on_request() {
+    // issue 16 item 4 (move_to), ADR-0035 step 4: the controller's wish is reconciled like any other
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let id = ex
+        .submit(
+            &intent(r#"{"action":"steer","up":"w","down":"s","left":"a","right":"d","duration_ms":3000}"#),
+            &ctx(MonoTime::ZERO),
+        )
+        .unwrap();
+    let (events, _, t) = run(&mut ex, MonoTime::ZERO, 50);
+    assert!(events.is_empty(), "nothing wanted yet: {events:?}");
+    assert!(ex.steer(id, &["d".into(), "w".into(), "Escape".into()], false));
+    let (events, _, t) = run(&mut ex, t, 50);
+    let downs: Vec<_> = events.iter().map(|(_, e)| *e).collect();
+    assert_eq!(downs.len(), 2, "d and w only, never a key it was not given: {downs:?}");
+    assert!(downs.contains(&key("d", true)) && downs.contains(&key("w", true)));
+    assert!(ex.steer(id, &["d".into()], false));
+    let (events, _, t) = run(&mut ex, t, 50);
+    assert_eq!(events.iter().map(|(_, e)| *e).collect::<Vec<_>>(), [key("w", false)]);
+    assert!(ex.steer(id, &["d".into()], true));
+    let (events, reports, _) = run(&mut ex, t, 50);
+    assert_eq!(events.iter().map(|(_, e)| *e).collect::<Vec<_>>(), [key("d", false)]);
+    assert_eq!(reports.iter().map(|r| r.kind.clone()).collect::<Vec<_>>(), [ReportKind::Finished]);
+    assert!(ex.held().is_empty());
+    assert!(!ex.steer(id, &[], false), "a finished action takes no more wishes");
+}
+
+#[test]
+fn steering_ends_at_its_bound_whatever_the_controller_wants() {
+    // FR-SAFE-004: the time bound is the executor's, not the controller's
+    let mut ex = Executor::new(ExecutorConfig::default());
+    let id = ex
+        .submit(
+            &intent(r#"{"action":"steer","up":"w","down":"s","left":"a","right":"d","duration_ms":500}"#),
+            &ctx(MonoTime::ZERO),
+        )
+        .unwrap();
+    ex.tick(&input(MonoTime::ZERO));
+    assert!(ex.steer(id, &["a".into()], false));
+    let (events, reports, _) = run(&mut ex, MonoTime(TICK), 1000);
+    assert_eq!(count(&events, key("a", true)), 1);
+    assert_eq!(count(&events, key("a", false)), 1);
+    let released = events.iter().find(|(_, e)| *e == key("a", false)).unwrap().0;
+    assert!((480..540).contains(&released.as_millis()), "released at {} ms", released.as_millis());
+    assert_eq!(reports.len(), 1);
+    let too_long = intent(r#"{"action":"steer","up":"w","down":"s","left":"a","right":"d","duration_ms":60000}"#);
+    assert!(ex.submit(&too_long, &ctx(MonoTime(2_000_000))).is_err());
+}

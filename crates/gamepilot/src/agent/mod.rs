@@ -80,6 +80,8 @@ pub struct AgentConfig {
     pub degrade: Option<Receiver<gamepilot_model::DegradeCommand>>,
     /// SIGINT / SIGTERM / SIGHUP as a clean stop (issue 14); `None`: the process's default dispositions.
     pub stop_signals: Option<StopSignals>,
+    /// Self-identification and `move_to` (issue 16); `None`: off.
+    pub steering: Option<gamepilot_session::SteeringConfig>,
 }
 
 /// What a session did, for the summary and the report.
@@ -175,6 +177,7 @@ fn session_config(cfg: &AgentConfig, post: &Postconditions) -> SessionConfig {
         context_tokens: cfg.context_tokens,
         camera_calibrated: cfg.reflex.camera.is_some(),
         coord_convention: cfg.coord_convention,
+        steering: cfg.steering.clone(),
         ..SessionConfig::default()
     }
 }
@@ -247,6 +250,7 @@ impl Wiring<'_> {
                         active.and_then(|(s, h)| self.post_exprs.get(h).cloned().map(|e| (s, e))),
                     ),
                     ReflexCommand::Pause { paused } => ToReflex::Hold(paused),
+                    ReflexCommand::Steer { action, plan } => ToReflex::Steer { tag: action, plan },
                 };
                 // A closed reflex channel is reported by the reflex's own end (ReflexStopped); a full one
                 // means the reflex stopped reading (issue 14).

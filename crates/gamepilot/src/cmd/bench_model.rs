@@ -148,9 +148,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
         let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
         let cfg = gamepilot_session::SessionConfig::default();
-        // The mark path's tick (no pixel clicks): positions as words, as `run` sends them.
         let text = gamepilot_session::observation_for_model(
-            &obs.to_text_for(false),
+            &obs.to_text(),
             Default::default(),
             cfg.observation_max_bytes,
         );

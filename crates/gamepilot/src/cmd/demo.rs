@@ -53,6 +53,9 @@ pub struct Args {
     /// Print no status line while running.
     #[arg(long)]
     pub quiet: bool,
+    /// Direction keys for self-identification and `move_to` (issue 16); an empty value turns it off.
+    #[arg(long, value_delimiter = ',', default_value = "w,s,a,d")]
+    pub move_keys: Vec<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -128,6 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         reflex: gamepilot_runtime::reflex::ReflexExtras::default(),
         degrade: None,
         stop_signals: Some(stop_signals),
+        steering: super::run::steering_config(&args.move_keys),
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;

@@ -309,6 +309,11 @@ pub struct Args {
     /// Grounding paths: auto chooses per scene class from confirmation rates; one name forces that path.
     #[arg(long, value_enum, default_value_t = GroundingChoice::Auto)]
     pub grounding: GroundingChoice,
+    /// Direction keys for self-identification and the model's `move_to` (issue 16): on the first play
+    /// field the agent holds each briefly, learns which element is its avatar and which key moves it
+    /// where, then steers to marks the model names. Off unless given (e.g. `w,s,a,d`).
+    #[arg(long, value_delimiter = ',')]
+    pub move_keys: Vec<String>,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// A folder of PNG templates for `template_present("NAME", …)` sensors, each named NAME@X,Y.png
@@ -539,6 +544,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         research_endpoint: args.search_endpoint.clone(),
         progress_sensor: args.stuck.progress_sensor.clone(),
         grounding_paths: args.grounding.paths(),
+        steering: steering_config(&args.move_keys),
         reflex: wiring.extras,
         degrade: wiring.degrade,
         stop_signals: Some(stop_signals),
@@ -551,5 +557,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(sig) => gamepilot_runtime::stop_signals::StopSignal(sig).exit_code(),
         None if summary.stop_reason == "GoalMet" => 0,
         None => 4,
+    })
+}
+
+/// `--move-keys` as the session's steering set-up (`None` when no key is given).
+pub fn steering_config(keys: &[String]) -> Option<gamepilot_session::SteeringConfig> {
+    let keys: Vec<String> = keys.iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect();
+    (!keys.is_empty()).then(|| gamepilot_session::SteeringConfig {
+        probe_keys: keys,
+        ..gamepilot_session::SteeringConfig::default()
     })
 }

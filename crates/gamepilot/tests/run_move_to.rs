@@ -1,0 +1,143 @@
+//! `gamepilot run --move-keys` on the practice game's play field under Xvfb (issue 16 item 4): the
+//! session identifies its avatar from its own probe holds, writes the avatar note, and a `move_to` on a
+//! coin's mark (the scripted host's only decision) is steered by the reflex until the game's own state
+//! counts the coin; nothing is held on the server afterwards.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
+mod common;
+
+use common::{run_command, RunSpec};
+use gamepilot_testbed::{plan_reply, Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use serde_json::{json, Value};
+
+/// The `[N] component yellow … at X,Y` lines of the current observation: (mark, x, y).
+fn yellow_marks(prompt: &str) -> Vec<(u64, i64, i64)> {
+    let obs = prompt.rsplit("Current observation").next().unwrap_or(prompt);
+    obs.lines()
+        .filter(|l| l.contains("] component yellow "))
+        .filter_map(|l| {
+            let (id, rest) = l.strip_prefix('[')?.split_once(']')?;
+            let (_, at) = rest.rsplit_once(" at ")?;
+            let (x, y) = at.split_once(',')?;
+            Some((id.parse().ok()?, x.trim().parse().ok()?, y.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn offers_move_to(req: &ChatRequest) -> bool {
+    req.schema()
+        .and_then(|s| s.get("anyOf"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v.pointer("/properties/action/const") == Some(&json!("move_to"))))
+}
+
+fn events(dir: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .expect("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+#[test]
+fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite() {
+    // issue 16 item 4 (a) + (b), FR-ACT-002, FR-GND-006, INV-SAFE-002
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
+    let (cx, cy) = (
+        i64::from(arena.window.geometry.w) / 2,
+        i64::from(arena.window.geometry.h) / 2,
+    );
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return plan_reply(req, &[("collect a coin", "coins >= 1")]);
+        }
+        // The model picks where: the yellow sprite nearest the player, neither the player's own heading
+        // arrow (within 50 px) nor the compass strip at the top; the hands do the how.
+        let nearest = yellow_marks(&req.prompt_text())
+            .into_iter()
+            .filter(|(_, x, y)| *y > 80 && (x - cx).pow(2) + (y - cy).pow(2) > 50 * 50)
+            .min_by_key(|(_, x, y)| (x - cx).pow(2) + (y - cy).pow(2));
+        match nearest {
+            Some((mark, _, _)) if offers_move_to(req) => {
+                Reply::json(&json!({"action": "move_to", "mark": mark}))
+            }
+            _ => Reply::json(&json!({"action": "wait", "duration_ms": 200})),
+        }
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let spec = RunSpec {
+        goal: "Collect a coin.",
+        goal_check: "coins >= 1",
+        max_actions: 12,
+        budget_s: 90,
+        grounding: "mark",
+    };
+    let out = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
+        .args(["--move-keys", "w,s,a,d"])
+        .output()
+        .unwrap();
+    let show = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&rec);
+    let digest: Vec<String> = ev
+        .iter()
+        .filter(|e| ["note", "action", "verdict", "rejected", "history"].contains(&e["kind"].as_str().unwrap_or("")))
+        .map(|e| e.to_string().chars().take(300).collect())
+        .collect();
+    let show = format!("{show}\nevents:\n{}", digest.join("\n"));
+    // The game's own state: a coin was collected, nothing is held.
+    let state = arena.request_dump().unwrap();
+    assert!(state["coins"].as_u64().unwrap_or(0) >= 1, "coins: {state}\n{show}");
+    assert_eq!(out.status.code(), Some(0), "the run reached its goal:\n{show}");
+    assert_eq!(state["held_keys"].as_array().map(Vec::len), Some(0), "{state}");
+    assert!(bed.x11().unwrap().server_held().unwrap().is_empty(), "nothing held on the server");
+    // Self-identification: four probe holds, then the note naming the element at the player's place.
+    let probes = ev
+        .iter()
+        .filter(|e| e["kind"] == "action" && e["payload"]["action"] == "hold_key")
+        .count();
+    assert_eq!(probes, 4, "one probe hold per direction key:\n{show}");
+    let note = ev
+        .iter()
+        .filter_map(|e| e["text"].as_str())
+        .find(|t| t.starts_with("self-identification: "))
+        .unwrap_or_else(|| panic!("the avatar note is recorded:\n{show}"))
+        .to_string();
+    assert!(note.contains("(the view follows me)"), "{note}");
+    assert!(note.contains("w=up s=down a=left d=right"), "{note}");
+    let at = note
+        .split_once(" at (")
+        .and_then(|(_, r)| r.split_once(')'))
+        .and_then(|(xy, _)| xy.split_once(','))
+        .map(|(x, y)| (x.parse::<i64>().unwrap(), y.parse::<i64>().unwrap()))
+        .unwrap_or_else(|| panic!("a position in {note}"));
+    assert!(
+        (at.0 - cx).abs() <= 20 && (at.1 - cy).abs() <= 20,
+        "the note names the player sprite drawn at the window centre ({cx},{cy}): {note}"
+    );
+    // The note is in the model's context: a later tactical prompt carries it.
+    assert!(
+        host.chat_requests()
+            .iter()
+            .any(|r| r.prompt_text().contains("I am the ") && offers_move_to(r)),
+        "the model reads the avatar note"
+    );
+    // The steer was executed and confirmed by the avatar reaching the coin.
+    let steer = ev
+        .iter()
+        .find(|e| e["kind"] == "action" && e["payload"]["action"] == "steer")
+        .and_then(|e| e["action"].as_u64())
+        .unwrap_or_else(|| panic!("a steer action was executed:\n{show}"));
+    assert!(
+        ev.iter()
+            .any(|e| e["kind"] == "verdict" && e["action"].as_u64() == Some(steer) && e["verdict"] == "confirmed"),
+        "the move_to was confirmed:\n{show}"
+    );
+}
