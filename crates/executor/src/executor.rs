@@ -1211,7 +1211,13 @@ fn advance(
                     a.current = None;
                     continue;
                 }
-                let want = a.steer.want.iter().filter(|i| allowed.contains(i)).copied().collect();
+                let want = a
+                    .steer
+                    .want
+                    .iter()
+                    .filter(|i| allowed.contains(i))
+                    .copied()
+                    .collect();
                 return Step::Wants(want, None);
             }
             Running::Scroll { button, left } => {

@@ -8,7 +8,9 @@
 mod common;
 
 use common::{run_command, RunSpec};
-use gamepilot_testbed::{plan_reply, Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use gamepilot_testbed::{
+    plan_reply, Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed,
+};
 use serde_json::{json, Value};
 
 /// The `[N] component yellow … at X,Y` lines of the current observation: (mark, x, y).
@@ -29,7 +31,10 @@ fn offers_move_to(req: &ChatRequest) -> bool {
     req.schema()
         .and_then(|s| s.get("anyOf"))
         .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|v| v.pointer("/properties/action/const") == Some(&json!("move_to"))))
+        .is_some_and(|a| {
+            a.iter()
+                .any(|v| v.pointer("/properties/action/const") == Some(&json!("move_to")))
+        })
 }
 
 fn events(dir: &std::path::Path) -> Vec<Value> {
@@ -63,6 +68,10 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
             Some((mark, _, _)) if offers_move_to(req) => {
                 Reply::json(&json!({"action": "move_to", "mark": mark}))
             }
+            // No coin in sight (or the segmentation of this view missed them): look elsewhere.
+            _ if offers_move_to(req) => {
+                Reply::json(&json!({"action": "hold_key", "key": "d", "duration_ms": 400}))
+            }
             _ => Reply::json(&json!({"action": "wait", "duration_ms": 200})),
         }
     })
@@ -72,7 +81,7 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
     let spec = RunSpec {
         goal: "Collect a coin.",
         goal_check: "coins >= 1",
-        max_actions: 12,
+        max_actions: 20,
         budget_s: 90,
         grounding: "mark",
     };
@@ -86,24 +95,41 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
         String::from_utf8_lossy(&out.stderr)
     );
     let ev = events(&rec);
+    if let Ok(keep) = std::env::var("GAMEPILOT_KEEP_EVENTS") {
+        let _ = std::fs::copy(rec.join("events.jsonl"), keep);
+    }
     let digest: Vec<String> = ev
         .iter()
-        .filter(|e| ["note", "action", "verdict", "rejected", "history"].contains(&e["kind"].as_str().unwrap_or("")))
+        .filter(|e| {
+            ["note", "action", "verdict", "rejected", "history"].contains(&e["kind"].as_str().unwrap_or(""))
+        })
         .map(|e| e.to_string().chars().take(300).collect())
         .collect();
     let show = format!("{show}\nevents:\n{}", digest.join("\n"));
     // The game's own state: a coin was collected, nothing is held.
     let state = arena.request_dump().unwrap();
-    assert!(state["coins"].as_u64().unwrap_or(0) >= 1, "coins: {state}\n{show}");
+    assert!(
+        state["coins"].as_u64().unwrap_or(0) >= 1,
+        "coins: {state}\n{show}"
+    );
     assert_eq!(out.status.code(), Some(0), "the run reached its goal:\n{show}");
     assert_eq!(state["held_keys"].as_array().map(Vec::len), Some(0), "{state}");
-    assert!(bed.x11().unwrap().server_held().unwrap().is_empty(), "nothing held on the server");
+    assert!(
+        bed.x11().unwrap().server_held().unwrap().is_empty(),
+        "nothing held on the server"
+    );
     // Self-identification: four probe holds, then the note naming the element at the player's place.
-    let probes = ev
+    let holds: Vec<&str> = ev
         .iter()
         .filter(|e| e["kind"] == "action" && e["payload"]["action"] == "hold_key")
-        .count();
-    assert_eq!(probes, 4, "one probe hold per direction key:\n{show}");
+        .filter_map(|e| e["payload"]["key"].as_str())
+        .take(4)
+        .collect();
+    assert_eq!(
+        holds,
+        ["w", "s", "a", "d"],
+        "the first holds are the probes, one per key:\n{show}"
+    );
     let note = ev
         .iter()
         .filter_map(|e| e["text"].as_str())
@@ -129,15 +155,17 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
             .any(|r| r.prompt_text().contains("I am the ") && offers_move_to(r)),
         "the model reads the avatar note"
     );
-    // The steer was executed and confirmed by the avatar reaching the coin.
-    let steer = ev
+    // A steer was executed and confirmed by the avatar reaching the coin.
+    let steers: Vec<u64> = ev
         .iter()
-        .find(|e| e["kind"] == "action" && e["payload"]["action"] == "steer")
-        .and_then(|e| e["action"].as_u64())
-        .unwrap_or_else(|| panic!("a steer action was executed:\n{show}"));
+        .filter(|e| e["kind"] == "action" && e["payload"]["action"] == "steer")
+        .filter_map(|e| e["action"].as_u64())
+        .collect();
+    assert!(!steers.is_empty(), "a steer action was executed:\n{show}");
     assert!(
-        ev.iter()
-            .any(|e| e["kind"] == "verdict" && e["action"].as_u64() == Some(steer) && e["verdict"] == "confirmed"),
-        "the move_to was confirmed:\n{show}"
+        ev.iter().any(|e| e["kind"] == "verdict"
+            && e["action"].as_u64().is_some_and(|a| steers.contains(&a))
+            && e["verdict"] == "confirmed"),
+        "a move_to was confirmed:\n{show}"
     );
 }

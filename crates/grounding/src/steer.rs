@@ -189,7 +189,10 @@ pub fn identify(samples: &[ProbeSample]) -> Result<AvatarModel, SelfIdError> {
         .filter_map(|s| read_probe(s).map(|r| (r, s.held_ms.max(1))))
         .collect();
     if readings.is_empty() {
-        return Err(SelfIdError::NothingMoved(format!("{} probe holds", samples.len())));
+        return Err(SelfIdError::NothingMoved(format!(
+            "{} probe holds",
+            samples.len()
+        )));
     }
     // The avatar is what most probes name (a probe whose frame missed the avatar names a neighbour).
     let near = |a: &ProbeReading, b: &ProbeReading| {
@@ -210,7 +213,10 @@ pub fn identify(samples: &[ProbeSample]) -> Result<AvatarModel, SelfIdError> {
             .cmp(&votes(b))
             .then(off_centre(b).total_cmp(&off_centre(a)))
     }) else {
-        return Err(SelfIdError::NothingMoved(format!("{} probe holds", samples.len())));
+        return Err(SelfIdError::NothingMoved(format!(
+            "{} probe holds",
+            samples.len()
+        )));
     };
     if votes(first) < 2 && readings.len() > 1 {
         let named: Vec<String> = readings
@@ -262,7 +268,11 @@ pub fn identify(samples: &[ProbeSample]) -> Result<AvatarModel, SelfIdError> {
         } else {
             "this element alone".to_string()
         },
-        readings.iter().map(|(r, _)| moves(r)).collect::<Vec<_>>().join(", ")
+        readings
+            .iter()
+            .map(|(r, _)| moves(r))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(AvatarModel {
         bbox: first.avatar.bbox,
@@ -309,7 +319,8 @@ impl AvatarModel {
         seen.iter()
             .filter(|e| !e.labelled && colour(&e.looks) == colour(&self.looks))
             .filter(|e| {
-                let close = |a: u32, b: u32| (f64::from(a) - f64::from(b)).abs() <= 0.3 * f64::from(a.max(b)) + 2.0;
+                let close =
+                    |a: u32, b: u32| (f64::from(a) - f64::from(b)).abs() <= 0.3 * f64::from(a.max(b)) + 2.0;
                 close(e.bbox.w, self.bbox.w) && close(e.bbox.h, self.bbox.h)
             })
             .map(|e| {
@@ -366,6 +377,9 @@ pub enum SteerEnd {
     Reached { after_ms: u64, tracked: bool },
     /// The time bound passed first; `left_px` is how far the target still was.
     TimedOut { left_px: f64 },
+    /// Tracking saw the target keep its distance while the keys were held (it moves with the view:
+    /// HUD, or the avatar's own part), so steering stopped early.
+    Unreachable { left_px: f64 },
 }
 
 impl SteerEnd {
@@ -393,6 +407,8 @@ pub struct SteerController {
     holding: (f64, f64),
     tracked_once: bool,
     ended: Option<SteerEnd>,
+    /// The tracked distance when keys were first held, and when.
+    progress_from: Option<(MonoTime, f64)>,
 }
 
 impl SteerController {
@@ -407,6 +423,7 @@ impl SteerController {
             holding: (0.0, 0.0),
             tracked_once: false,
             ended: None,
+            progress_from: None,
         }
     }
 
@@ -475,6 +492,16 @@ impl SteerController {
         if elapsed >= self.plan.bound_ms {
             return self.end(SteerEnd::TimedOut { left_px: left });
         }
+        // Seen, after 600 ms of holding keys, no nearer by a tenth (and 10 px): it is not in the world.
+        if tracked.is_some() && self.holding != (0.0, 0.0) {
+            match self.progress_from {
+                None => self.progress_from = Some((now, left)),
+                Some((t0, d0)) if now.since(t0).as_millis() >= 600 && d0 - left < (0.1 * d0).max(10.0) => {
+                    return self.end(SteerEnd::Unreachable { left_px: left });
+                }
+                Some(_) => {}
+            }
+        }
         let dead = self.plan.reach_px / 2.0;
         let mut want = Vec::new();
         let (mut hx, mut hy) = (0.0, 0.0);
@@ -530,7 +557,11 @@ mod tests {
     /// The practice game: the view follows the player (white, centre); coins and a hazard move
     /// opposite to the key's direction by 60 px per 300 ms hold; HUD and the player's arrow stay.
     fn follow_probe(key: &str, push: (i32, i32)) -> ProbeSample {
-        let world = [(100, 400, "yellow round"), (440, 560, "yellow round"), (190, 534, "red square")];
+        let world = [
+            (100, 400, "yellow round"),
+            (440, 560, "yellow round"),
+            (190, 534, "red square"),
+        ];
         let frame = |_shift: (i32, i32)| -> Vec<SeenElement> {
             // The heading arrow, compass ticks and a slider stay too: static outnumbers moving.
             let mut v = vec![
@@ -549,7 +580,13 @@ mod tests {
         let moves = before
             .iter()
             .enumerate()
-            .map(|(i, _)| Some(if i < 6 { (0.0, 0.0) } else { (f64::from(-push.0), f64::from(-push.1)) }))
+            .map(|(i, _)| {
+                Some(if i < 6 {
+                    (0.0, 0.0)
+                } else {
+                    (f64::from(-push.0), f64::from(-push.1))
+                })
+            })
             .collect();
         ProbeSample {
             key: key.into(),
@@ -598,7 +635,11 @@ mod tests {
             follow_probe("d", (60, 0)),
         ])
         .unwrap();
-        assert_eq!(m.bbox, Rect::new(626, 346, 30, 30), "three of four probes name the player");
+        assert_eq!(
+            m.bbox,
+            Rect::new(626, 346, 30, 30),
+            "three of four probes name the player"
+        );
         assert_eq!(m.keys.left, "a", "the blind probe's world motion still counts");
     }
 
@@ -607,8 +648,16 @@ mod tests {
         let probe = |key: &str, d: (i32, i32)| ProbeSample {
             key: key.into(),
             held_ms: 250,
-            before: vec![hud(), el(300, 300, 20, "green round"), el(50, 50, 20, "red square")],
-            moves: vec![Some((0.0, 0.0)), Some((f64::from(d.0), f64::from(d.1))), Some((0.0, 0.0))],
+            before: vec![
+                hud(),
+                el(300, 300, 20, "green round"),
+                el(50, 50, 20, "red square"),
+            ],
+            moves: vec![
+                Some((0.0, 0.0)),
+                Some((f64::from(d.0), f64::from(d.1))),
+                Some((0.0, 0.0)),
+            ],
             frame: (640, 480),
         };
         let m = identify(&[
@@ -675,7 +724,10 @@ mod tests {
         let ms = t.as_millis();
         // 200 px left and 197 px down at 200 px/s, diagonal first: about 1.4 s.
         assert!((1100..1700).contains(&ms), "arrived after {ms} ms");
-        assert_eq!(c.tick(t.plus(Duration::from_millis(16)), None).want, Vec::<String>::new());
+        assert_eq!(
+            c.tick(t.plus(Duration::from_millis(16)), None).want,
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -689,7 +741,32 @@ mod tests {
         assert_eq!(s.want, ["d"]);
         // Then it vanishes (collected) while predicted within twice the reach.
         let s = c.tick(MonoTime::from_millis(100), None);
-        assert!(matches!(s.end, Some(SteerEnd::Reached { tracked: false, .. })), "{s:?}");
+        assert!(
+            matches!(s.end, Some(SteerEnd::Reached { tracked: false, .. })),
+            "{s:?}"
+        );
+    }
+
+    #[test]
+    fn a_target_that_keeps_its_distance_while_tracked_is_unreachable() {
+        // a HUD sprite: tracking finds it at the same offset however long the keys are held
+        let p = plan();
+        let a = p.avatar.center();
+        let fixed = Point::new(a.x - 200, a.y + 150);
+        let mut c = SteerController::new(p, MonoTime::ZERO);
+        let mut end = None;
+        for i in 0..120 {
+            if let Some(e) = c.tick(MonoTime::from_millis(i * 16), Some(fixed)).end {
+                end = Some((i * 16, e));
+                break;
+            }
+        }
+        let (at, e) = end.unwrap();
+        assert!(
+            matches!(e, SteerEnd::Unreachable { left_px } if left_px > 200.0),
+            "{e:?}"
+        );
+        assert!((600..700).contains(&at), "stopped after {at} ms");
     }
 
     #[test]
@@ -705,6 +782,9 @@ mod tests {
                 break;
             }
         }
-        assert!(matches!(end, Some(SteerEnd::TimedOut { left_px }) if left_px > 200.0), "{end:?}");
+        assert!(
+            matches!(end, Some(SteerEnd::TimedOut { left_px }) if left_px > 200.0),
+            "{end:?}"
+        );
     }
 }

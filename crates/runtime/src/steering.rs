@@ -38,7 +38,13 @@ impl SteerRun {
     }
 
     /// The moving box's centre in capture space, when this tick's region shows it.
-    fn track(&mut self, x11: &X11, capturer: &mut WindowCapturer, size: Size, now: MonoTime) -> Option<Point> {
+    fn track(
+        &mut self,
+        x11: &X11,
+        capturer: &mut WindowCapturer,
+        size: Size,
+        now: MonoTime,
+    ) -> Option<Point> {
         let predicted = self.controller.predicted_moving_box();
         let bounds = Rect::new(0, 0, size.w, size.h);
         if self.patch.is_none() {

@@ -269,13 +269,30 @@ mod tests {
     fn four_probe_holds_on_the_play_field_name_the_avatar_and_its_keys() {
         // issue 16 item 4 (a), through the session's own sequence of holds and perceive-only ticks
         let mut s = SelfId::new(Some(SteeringConfig::default()));
-        assert_eq!(s.on_observation(&obs((0, 0)), SceneKind::Dialogue, 1, &shift_moves((0, 0))), SelfIdStep::Nothing);
-        assert_eq!(s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))), SelfIdStep::Hold("w".into()));
+        assert_eq!(
+            s.on_observation(&obs((0, 0)), SceneKind::Dialogue, 1, &shift_moves((0, 0))),
+            SelfIdStep::Nothing
+        );
+        assert_eq!(
+            s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))),
+            SelfIdStep::Hold("w".into())
+        );
         assert!(s.probing());
-        assert_eq!(s.on_observation(&obs((0, -60)), SceneKind::Play, 1, &shift_moves((0, -60))), SelfIdStep::Hold("s".into()));
-        assert_eq!(s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 60))), SelfIdStep::Hold("a".into()));
-        assert_eq!(s.on_observation(&obs((-60, 0)), SceneKind::Play, 1, &shift_moves((-60, 0))), SelfIdStep::Hold("d".into()));
-        let SelfIdStep::Done(Ok(m)) = s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((60, 0))) else {
+        assert_eq!(
+            s.on_observation(&obs((0, -60)), SceneKind::Play, 1, &shift_moves((0, -60))),
+            SelfIdStep::Hold("s".into())
+        );
+        assert_eq!(
+            s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 60))),
+            SelfIdStep::Hold("a".into())
+        );
+        assert_eq!(
+            s.on_observation(&obs((-60, 0)), SceneKind::Play, 1, &shift_moves((-60, 0))),
+            SelfIdStep::Hold("d".into())
+        );
+        let SelfIdStep::Done(Ok(m)) =
+            s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((60, 0)))
+        else {
             panic!("identified")
         };
         // The view's centre box stayed with the player's sprite: the avatar is where the sprite is.
@@ -285,19 +302,28 @@ mod tests {
         assert!(s.avatar().is_some() && !s.probing());
         // A lost probe (cancelled by a replan) is no sample and its key is held again.
         let mut lost = SelfId::new(Some(SteeringConfig::default()));
-        assert_eq!(lost.on_observation(&obs((0, 0)), SceneKind::Play, 1, &[]), SelfIdStep::Hold("w".into()));
+        assert_eq!(
+            lost.on_observation(&obs((0, 0)), SceneKind::Play, 1, &[]),
+            SelfIdStep::Hold("w".into())
+        );
         lost.probe_lost();
         assert_eq!(
             lost.on_observation(&obs((0, -20)), SceneKind::Play, 1, &shift_moves((0, -20))),
             SelfIdStep::Hold("w".into())
         );
-        assert_eq!(s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))), SelfIdStep::Nothing);
+        assert_eq!(
+            s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))),
+            SelfIdStep::Nothing
+        );
     }
 
     #[test]
     fn a_disabled_session_never_probes_and_a_still_world_is_a_named_failure() {
         let mut off = SelfId::new(None);
-        assert_eq!(off.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))), SelfIdStep::Nothing);
+        assert_eq!(
+            off.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))),
+            SelfIdStep::Nothing
+        );
         let mut s = SelfId::new(Some(SteeringConfig {
             probe_keys: vec!["w".into()],
             ..SteeringConfig::default()
@@ -319,11 +345,17 @@ mod tests {
             );
         }
         assert!(s.failure().is_some());
-        assert_eq!(s.on_observation(&obs((0, 0)), SceneKind::Play, 99, &shift_moves((0, 0))), SelfIdStep::Nothing);
+        assert_eq!(
+            s.on_observation(&obs((0, 0)), SceneKind::Play, 99, &shift_moves((0, 0))),
+            SelfIdStep::Nothing
+        );
         // A view with nothing small and unlabelled (a menu) is not probed.
         let mut fresh = SelfId::new(Some(SteeringConfig::default()));
         let mut menu = obs((0, 0));
         menu.elements.truncate(2);
-        assert_eq!(fresh.on_observation(&menu, SceneKind::Play, 5, &[]), SelfIdStep::Nothing);
+        assert_eq!(
+            fresh.on_observation(&menu, SceneKind::Play, 5, &[]),
+            SelfIdStep::Nothing
+        );
     }
 }

@@ -532,7 +532,11 @@ impl Session {
                     );
                 }
             }
-            Input::Steered { action, end, sightings } => {
+            Input::Steered {
+                action,
+                end,
+                sightings,
+            } => {
                 if let Some(a) = self.actions.get(&action) {
                     out.push(Effect::Record(SessionRecord::Note {
                         text: format!("{} ended: {end:?}, tracked on {sightings} ticks", a.label),
@@ -1061,7 +1065,10 @@ impl Session {
         );
         // Self-identification (issue 16 item 4a): on the first play field, and after each probe hold.
         let perceived_only = matches!(&t.reply, Err(f) if f.kind == FailureKind::NotAsked);
-        match self.selfid.on_observation(&t.observation, scene, signature, &t.moves) {
+        match self
+            .selfid
+            .on_observation(&t.observation, scene, signature, &t.moves)
+        {
             crate::selfid::SelfIdStep::Hold(key) => {
                 if let Ok(r) = &t.reply {
                     self.record_call(r);
@@ -1083,7 +1090,9 @@ impl Session {
                             .observation
                             .elements
                             .iter()
-                            .filter(|e| e.label.is_none() && e.bbox.contains(c) && e.bbox.w <= 96 && e.bbox.h <= 96)
+                            .filter(|e| {
+                                e.label.is_none() && e.bbox.contains(c) && e.bbox.w <= 96 && e.bbox.h <= 96
+                            })
                             .min_by_key(|e| e.bbox.w * e.bbox.h)
                             .map(|e| (e.id.0, e.looks.as_deref()));
                         m.note(sprite)
@@ -1091,7 +1100,9 @@ impl Session {
                     Err(e) if self.selfid.failure().is_some() => {
                         format!("Self-identification found no avatar: {e}; move_to is not offered.")
                     }
-                    Err(e) => format!("Self-identification found no avatar on this view: {e}; another view will be tried."),
+                    Err(e) => format!(
+                        "Self-identification found no avatar on this view: {e}; another view will be tried."
+                    ),
                 };
                 if let Err(e) = self.context.note(&text, now) {
                     out.push(Effect::Record(SessionRecord::Note {
@@ -1275,9 +1286,7 @@ impl Session {
         let Some(el) = marks.element(mark) else {
             return refuse(&mut self.context, "mark not present");
         };
-        let avatar = model
-            .locate(&crate::selfid::seen(marks))
-            .unwrap_or(model.bbox);
+        let avatar = model.locate(&crate::selfid::seen(marks)).unwrap_or(model.bbox);
         if avatar.contains(el.bbox.center()) || el.bbox.contains(avatar.center()) {
             return refuse(&mut self.context, "not executed: that mark is the avatar itself");
         }

@@ -42,6 +42,21 @@ impl Patch {
     }
 }
 
+impl Patch {
+    /// Whether the patch has enough texture to be found again unambiguously: a grey range of at
+    /// least [`MIN_TEXTURE`] (a plain cell of a grid matches half the field).
+    pub fn textured(&self) -> bool {
+        let (lo, hi) = self
+            .grey
+            .iter()
+            .fold((u8::MAX, u8::MIN), |(lo, hi), &g| (lo.min(g), hi.max(g)));
+        hi.saturating_sub(lo) >= MIN_TEXTURE
+    }
+}
+
+/// The least grey range of a patch worth tracking.
+pub const MIN_TEXTURE: u8 = 48;
+
 /// Where `patch` sits best in `view`: the centre of the best placement (view coordinates) and its mean
 /// absolute grey difference (0 = identical, 255 = opposite). `None` when the view is smaller than the
 /// patch.
@@ -114,8 +129,13 @@ pub const SAME_SPRITE_SCORE: f32 = 20.0;
 
 /// How each box of `before` moved by `after` (same frame size): its patch searched for within
 /// `radius` pixels of where it was. `None` for a box too large to be a sprite (over 160 px), one
-/// that leaves the frame, or one not found again (gone, covered, changed).
-pub fn moves(before: &FrameView<'_>, boxes: &[Rect], after: &FrameView<'_>, radius: u32) -> Vec<Option<(f64, f64)>> {
+/// that leaves the frame, one too plain to track, or one not found again (gone, covered, changed).
+pub fn moves(
+    before: &FrameView<'_>,
+    boxes: &[Rect],
+    after: &FrameView<'_>,
+    radius: u32,
+) -> Vec<Option<(f64, f64)>> {
     boxes
         .iter()
         .map(|b| {
@@ -123,6 +143,9 @@ pub fn moves(before: &FrameView<'_>, boxes: &[Rect], after: &FrameView<'_>, radi
                 return None;
             }
             let patch = Patch::cut(before, *b)?;
+            if !patch.textured() {
+                return None;
+            }
             let r = radius as i32;
             let region = Rect::new(b.x - r, b.y - r, b.w + 2 * radius, b.h + 2 * radius);
             let (p, score) = find_within(after, region, &patch)?;
@@ -174,9 +197,18 @@ mod tests {
         let vg = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &gone).unwrap();
         let (_, score) = find(&vg, &patch).unwrap();
         assert!(score > 40.0, "a vanished coin scores badly: {score}");
-        assert_eq!(Patch::cut(&va, Rect::new(110, 80, 22, 22)), None, "leaves the view");
+        assert_eq!(
+            Patch::cut(&va, Rect::new(110, 80, 22, 22)),
+            None,
+            "leaves the view"
+        );
         // moves: the coin's box moved (+23, +12); a box of plain ground is found where it was.
-        let m = moves(&va, &[Rect::new(29, 29, 22, 22), Rect::new(0, 0, 300, 300)], &vb, 40);
+        let m = moves(
+            &va,
+            &[Rect::new(29, 29, 22, 22), Rect::new(0, 0, 300, 300)],
+            &vb,
+            40,
+        );
         assert_eq!(m, vec![Some((23.0, 12.0)), None]);
         let gone = moves(&va, &[Rect::new(29, 29, 22, 22)], &vg, 40);
         assert_eq!(gone, vec![None], "a vanished sprite is not found");

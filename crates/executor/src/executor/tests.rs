@@ -920,17 +920,33 @@ fn steering_holds_only_what_the_controller_wants_among_its_keys_and_ends_on_requ
     assert!(ex.steer(id, &["d".into(), "w".into(), "Escape".into()], false));
     let (events, _, t) = run(&mut ex, t, 50);
     let downs: Vec<_> = events.iter().map(|(_, e)| *e).collect();
-    assert_eq!(downs.len(), 2, "d and w only, never a key it was not given: {downs:?}");
+    assert_eq!(
+        downs.len(),
+        2,
+        "d and w only, never a key it was not given: {downs:?}"
+    );
     assert!(downs.contains(&key("d", true)) && downs.contains(&key("w", true)));
     assert!(ex.steer(id, &["d".into()], false));
     let (events, _, t) = run(&mut ex, t, 50);
-    assert_eq!(events.iter().map(|(_, e)| *e).collect::<Vec<_>>(), [key("w", false)]);
+    assert_eq!(
+        events.iter().map(|(_, e)| *e).collect::<Vec<_>>(),
+        [key("w", false)]
+    );
     assert!(ex.steer(id, &["d".into()], true));
     let (events, reports, _) = run(&mut ex, t, 50);
-    assert_eq!(events.iter().map(|(_, e)| *e).collect::<Vec<_>>(), [key("d", false)]);
-    assert_eq!(reports.iter().map(|r| r.kind.clone()).collect::<Vec<_>>(), [ReportKind::Finished]);
+    assert_eq!(
+        events.iter().map(|(_, e)| *e).collect::<Vec<_>>(),
+        [key("d", false)]
+    );
+    assert_eq!(
+        reports.iter().map(|r| r.kind.clone()).collect::<Vec<_>>(),
+        [ReportKind::Finished]
+    );
     assert!(ex.held().is_empty());
-    assert!(!ex.steer(id, &[], false), "a finished action takes no more wishes");
+    assert!(
+        !ex.steer(id, &[], false),
+        "a finished action takes no more wishes"
+    );
 }
 
 #[test]
@@ -949,8 +965,13 @@ fn steering_ends_at_its_bound_whatever_the_controller_wants() {
     assert_eq!(count(&events, key("a", true)), 1);
     assert_eq!(count(&events, key("a", false)), 1);
     let released = events.iter().find(|(_, e)| *e == key("a", false)).unwrap().0;
-    assert!((480..540).contains(&released.as_millis()), "released at {} ms", released.as_millis());
+    assert!(
+        (480..540).contains(&released.as_millis()),
+        "released at {} ms",
+        released.as_millis()
+    );
     assert_eq!(reports.len(), 1);
-    let too_long = intent(r#"{"action":"steer","up":"w","down":"s","left":"a","right":"d","duration_ms":60000}"#);
+    let too_long =
+        intent(r#"{"action":"steer","up":"w","down":"s","left":"a","right":"d","duration_ms":60000}"#);
     assert!(ex.submit(&too_long, &ctx(MonoTime(2_000_000))).is_err());
 }

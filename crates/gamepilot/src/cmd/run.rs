@@ -562,7 +562,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 
 /// `--move-keys` as the session's steering set-up (`None` when no key is given).
 pub fn steering_config(keys: &[String]) -> Option<gamepilot_session::SteeringConfig> {
-    let keys: Vec<String> = keys.iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect();
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+        .collect();
     (!keys.is_empty()).then(|| gamepilot_session::SteeringConfig {
         probe_keys: keys,
         ..gamepilot_session::SteeringConfig::default()
