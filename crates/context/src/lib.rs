@@ -28,7 +28,8 @@ pub use plan::{Plan, PlanStep, StepStatus};
 pub use prompt::{Block, Cadence, ImagePart, Message, Part, Prompt, Role};
 pub use research::{neutralise_untrusted, ResearchExcerpt};
 pub use schema::{
-    localise_schema, parse_localise, tactical_schema, tactical_schema_in, SchemaLimits, Tool, ToolSet,
+    localise_schema, parse_localise, tactical_schema, tactical_schema_in, tactical_schema_with_targets,
+    SchemaLimits, Tool, ToolSet,
 };
 pub use validate::validate;
 

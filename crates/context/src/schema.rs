@@ -184,6 +184,18 @@ pub fn tactical_schema_in(
     space: &CoordSpace,
     limits: &SchemaLimits,
 ) -> Result<Value, ContextError> {
+    tactical_schema_with_targets(tools, marks, marks, space, limits)
+}
+
+/// [`tactical_schema_in`] where `move_to` may name only `targets` (places in the world: not the HUD,
+/// not the avatar itself, issue 16); no `move_to` branch when there is none.
+pub fn tactical_schema_with_targets(
+    tools: &ToolSet,
+    marks: &[ElementId],
+    targets: &[ElementId],
+    space: &CoordSpace,
+    limits: &SchemaLimits,
+) -> Result<Value, ContextError> {
     let capture = space.capture;
     if capture.w == 0 || capture.h == 0 || space.image.w == 0 || space.image.h == 0 {
         return Err(ContextError::EmptyCapture {
@@ -217,12 +229,24 @@ pub fn tactical_schema_in(
     let mut variants = Vec::new();
     for tool in tools.tools() {
         let (props, required): (Vec<(&str, Value)>, Vec<&str>) = match tool {
-            Tool::ClickMark | Tool::MoveTo => {
+            Tool::ClickMark => {
                 if ids.is_empty() {
                     continue;
                 }
                 (
                     vec![("mark", json!({"type": "integer", "enum": ids}))],
+                    vec!["mark"],
+                )
+            }
+            Tool::MoveTo => {
+                let mut to: Vec<u32> = targets.iter().map(|m| m.0).filter(|m| ids.contains(m)).collect();
+                to.sort_unstable();
+                to.dedup();
+                if to.is_empty() {
+                    continue;
+                }
+                (
+                    vec![("mark", json!({"type": "integer", "enum": to}))],
                     vec!["mark"],
                 )
             }

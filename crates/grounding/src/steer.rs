@@ -49,6 +49,10 @@ pub struct AvatarModel {
     pub keys: DirectionKeys,
     /// Screen pixels per second the avatar moves relative to the world while one key is held.
     pub speed_px_s: f64,
+    /// Under a follow camera: the unlabelled boxes that stayed in every probe although the view moved
+    /// (HUD sprites: a compass, a gauge), never a place to walk to.
+    #[serde(default)]
+    pub hud: Vec<Rect>,
     /// The evidence, in words (for the note and the record).
     pub evidence: String,
 }
@@ -92,6 +96,8 @@ struct ProbeReading {
     push: (f64, f64),
     follow: bool,
     moved: usize,
+    /// Unlabelled boxes that stayed while the view moved.
+    stayed: Vec<Rect>,
 }
 
 /// Least motion (px) that counts as motion.
@@ -146,12 +152,18 @@ fn read_probe(s: &ProbeSample) -> Option<ProbeReading> {
                 };
                 dist(a.0).total_cmp(&dist(b.0))
             })?;
+        let stayed = unlabelled
+            .iter()
+            .filter(|(_, x, y)| x.hypot(*y) < MIN_MOTION_PX)
+            .map(|(e, _, _)| e.bbox)
+            .collect();
         return Some(ProbeReading {
             key: s.key.clone(),
             avatar: (*avatar).clone(),
             push: (-mx, -my),
             follow: true,
             moved: largest.len(),
+            stayed,
         });
     }
     // The world stayed: the avatar is the element that moved most.
@@ -167,6 +179,7 @@ fn read_probe(s: &ProbeSample) -> Option<ProbeReading> {
         push: (*dx, *dy),
         follow: false,
         moved: 1,
+        stayed: Vec::new(),
     })
 }
 
@@ -274,6 +287,25 @@ pub fn identify(samples: &[ProbeSample]) -> Result<AvatarModel, SelfIdError> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // HUD: what stayed in every follow-camera probe (by centre, within 4 px).
+    let follows: Vec<&ProbeReading> = readings.iter().map(|(r, _)| r).filter(|r| r.follow).collect();
+    let hud = match follows.split_first() {
+        Some((head, rest)) => head
+            .stayed
+            .iter()
+            .filter(|b| {
+                let (x, y) = center(b);
+                rest.iter().all(|r| {
+                    r.stayed.iter().any(|o| {
+                        let (ox, oy) = center(o);
+                        (ox - x).hypot(oy - y) <= 4.0
+                    })
+                })
+            })
+            .copied()
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(AvatarModel {
         bbox: first.avatar.bbox,
         looks: first.avatar.looks.clone(),
@@ -281,6 +313,7 @@ pub fn identify(samples: &[ProbeSample]) -> Result<AvatarModel, SelfIdError> {
         keys,
         speed_px_s,
         evidence,
+        hud,
     })
 }
 
@@ -620,6 +653,8 @@ mod tests {
         );
         assert!((m.speed_px_s - 200.0).abs() < 1.0, "{}", m.speed_px_s);
         assert!(m.evidence.contains("4 of 4 probe holds"), "{}", m.evidence);
+        // The heading arrow, compass ticks and slider stayed in every probe: HUD (and the avatar).
+        assert_eq!(m.hud.len(), 5, "{:?}", m.hud);
         let note = m.note(Some((14, None)));
         assert!(note.contains("white square element [14] at (641,361)"), "{note}");
     }

@@ -52,6 +52,112 @@ fn json_literal(v: &Value) -> Option<String> {
     }
 }
 
+/// A sequence of digit ranges (`[1-3][0-9]`): the numbers whose digits fall in each range in turn.
+type DigitSeq = Vec<(u8, u8)>;
+
+/// The canonical decimal numbers from `lo` to `hi` (same digit count `n`) as digit sequences.
+fn same_length(lo: &[u8], hi: &[u8]) -> Vec<DigitSeq> {
+    let n = lo.len();
+    if n == 0 {
+        return vec![Vec::new()];
+    }
+    if n == 1 {
+        return vec![vec![(lo[0], hi[0])]];
+    }
+    let (l0, h0) = (lo[0], hi[0]);
+    let prefixed = |d: (u8, u8), rest: Vec<DigitSeq>| -> Vec<DigitSeq> {
+        rest.into_iter()
+            .map(|mut r| {
+                r.insert(0, d);
+                r
+            })
+            .collect()
+    };
+    if l0 == h0 {
+        return prefixed((l0, l0), same_length(&lo[1..], &hi[1..]));
+    }
+    let zeros = vec![0u8; n - 1];
+    let nines = vec![9u8; n - 1];
+    let mut out = Vec::new();
+    let (mut from, mut to) = (l0, h0);
+    if lo[1..] != zeros[..] {
+        out.extend(prefixed((l0, l0), same_length(&lo[1..], &nines)));
+        from = l0 + 1;
+    }
+    let tail_hi = hi[1..] != nines[..];
+    if tail_hi {
+        to = h0 - 1;
+    }
+    if from <= to {
+        let mut full = vec![(from, to)];
+        full.extend(std::iter::repeat_n((0, 9), n - 1));
+        out.push(full);
+    }
+    if tail_hi {
+        out.extend(prefixed((h0, h0), same_length(&zeros, &hi[1..])));
+    }
+    out
+}
+
+fn digits_of(v: u64) -> Vec<u8> {
+    v.to_string().bytes().map(|b| b - b'0').collect()
+}
+
+/// The canonical decimal numbers from `lo` to `hi` (no leading zeros) as digit sequences.
+fn range_seqs(lo: u64, hi: u64) -> Vec<DigitSeq> {
+    if lo > hi {
+        return Vec::new();
+    }
+    let (dl, dh) = (digits_of(lo), digits_of(hi));
+    if dl.len() == dh.len() {
+        return same_length(&dl, &dh);
+    }
+    let mut out = Vec::new();
+    let mut start = lo;
+    for len in dl.len()..=dh.len() {
+        let top = if len == dh.len() {
+            hi
+        } else {
+            10u64.pow(len as u32) - 1
+        };
+        out.extend(same_length(&digits_of(start), &digits_of(top)));
+        start = top + 1;
+    }
+    out
+}
+
+fn render_seqs(seqs: &[DigitSeq]) -> String {
+    let class = |&(a, b): &(u8, u8)| {
+        if a == b {
+            format!("\"{a}\"")
+        } else {
+            format!("[{a}-{b}]")
+        }
+    };
+    seqs.iter()
+        .map(|s| s.iter().map(class).collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// An integer between `lo` and `hi` inclusive, exactly (what llama.cpp's own schema conversion
+/// enforces: a plan's `max_time_s` below its minimum must not be expressible).
+fn integer_range(lo: i64, hi: i64) -> Option<String> {
+    if lo > hi {
+        return None;
+    }
+    let mut alts = Vec::new();
+    if lo < 0 {
+        let neg_hi = lo.unsigned_abs();
+        let neg_lo = if hi < 0 { hi.unsigned_abs() } else { 1 };
+        alts.push(format!("\"-\" ({})", render_seqs(&range_seqs(neg_lo, neg_hi))));
+    }
+    if hi >= 0 {
+        alts.push(render_seqs(&range_seqs(lo.max(0) as u64, hi as u64)));
+    }
+    Some(alts.join(" | "))
+}
+
 /// Digits of a non-negative bound: `[0-9]{1,N}` with N the bound's digit count.
 fn digits(max_abs: f64) -> String {
     let n = if max_abs.is_finite() && max_abs >= 1.0 {
@@ -110,6 +216,11 @@ impl Grammar {
         let bound = |k: &str| obj.get(k).and_then(Value::as_f64);
         match obj.get("type").and_then(Value::as_str)? {
             "object" => self.object(obj),
+            "integer" if bound("minimum").is_some() && bound("maximum").is_some() => {
+                let lo = bound("minimum").unwrap_or(0.0).ceil() as i64;
+                let hi = bound("maximum").unwrap_or(0.0).floor() as i64;
+                Some(self.rule(integer_range(lo, hi)?))
+            }
             "integer" | "number" => {
                 let lo = bound("minimum").unwrap_or(f64::NEG_INFINITY);
                 let hi = bound("maximum").unwrap_or(f64::INFINITY);
@@ -204,7 +315,7 @@ mod tests {
             g.contains(r#"("," "\"button\":" "#) || g.contains(r#"(",\"button\":" "#),
             "{g}"
         );
-        assert!(g.contains("[0-9]{1,4}"), "{g}");
+        assert!(g.contains("[1-9] [0-9] [0-9]"), "x up to 1279: {g}");
         assert!(g.contains("\"-\"? [0-9]{1,3} (\".\" [0-9]{1,3})?"), "{g}");
         assert!(
             !g.contains("[ \\t") && !g.contains("space"),
@@ -219,6 +330,41 @@ mod tests {
         assert_eq!(compact_grammar(&json!({"type":"object","properties":{}})), None);
         assert_eq!(compact_grammar(&json!({"enum":[]})), None);
         assert_eq!(compact_grammar(&json!({"$ref":"#/x"})), None);
+    }
+
+    /// Whether `text` matches one of the digit sequences (the grammar's alternatives).
+    fn accepts(seqs: &[DigitSeq], text: &str) -> bool {
+        let d: Vec<u8> = text.bytes().map(|b| b - b'0').collect();
+        seqs.iter()
+            .any(|s| s.len() == d.len() && s.iter().zip(&d).all(|(&(a, b), &x)| a <= x && x <= b))
+    }
+
+    #[test]
+    fn integer_ranges_are_exact() {
+        // a plan's max_time_s of 10 under a minimum of 30 is not expressible (the schema's bound)
+        for (lo, hi) in [
+            (0u64, 9),
+            (1, 10_000),
+            (30, 600),
+            (3, 50),
+            (0, 1279),
+            (17, 23),
+            (100, 100),
+            (5, 1005),
+        ] {
+            let seqs = range_seqs(lo, hi);
+            for v in 0..12_000u64 {
+                assert_eq!(
+                    accepts(&seqs, &v.to_string()),
+                    (lo..=hi).contains(&v),
+                    "{v} in {lo}..={hi}"
+                );
+            }
+            assert!(!accepts(&seqs, &format!("0{lo}")), "no leading zero");
+        }
+        assert_eq!(integer_range(-2, 3).unwrap(), "\"-\" ([1-2]) | [0-3]");
+        assert_eq!(integer_range(-9, -3).unwrap(), "\"-\" ([3-9])");
+        assert_eq!(integer_range(5, 4), None);
     }
 
     #[test]

@@ -56,7 +56,13 @@ pub fn evaluate(
             goal: point.goal.clone(),
             ..base.clone()
         };
-        let text = observation_for_model(&obs.to_text(), Default::default(), cfg.observation_max_bytes);
+        // The elements in the order `run` lists them for this goal (goal words first).
+        let order = gamepilot_session::selfid::model_order(obs, &point.goal, None);
+        let text = observation_for_model(
+            &obs.to_text_in(&order),
+            Default::default(),
+            cfg.observation_max_bytes,
+        );
         let session = Session::new(cfg, MonoTime::ZERO).map_err(|e| RuntimeError::Eval(e.to_string()))?;
         let prompt = session.context().assemble(
             Cadence::Tactical,

@@ -7,7 +7,7 @@ use crate::now;
 use crate::refine;
 use crate::RuntimeError;
 use gamepilot_context::{
-    localise_schema, parse_localise, tactical_schema, tactical_schema_in, Cadence, ImagePart,
+    localise_schema, parse_localise, tactical_schema, tactical_schema_with_targets, Cadence, ImagePart,
     ObservationText, SchemaLimits, TacticalReply, ToolSet,
 };
 use gamepilot_core::{CoordConvention, CoordSpace, ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
@@ -137,8 +137,18 @@ pub fn run(
             .map(|e| e.id)
             .filter(|id| !req.excluded_marks.contains(id))
             .collect();
-        let observation_text =
-            observation_for_model(&observation.to_text(), req.health, req.observation_max_bytes);
+        // What the model reads: goal words first, then (avatar known) places nearest it (issue 16).
+        let order = gamepilot_session::selfid::model_order(&observation, &req.focus, req.avatar.as_ref());
+        let move_targets: Vec<ElementId> = req
+            .avatar
+            .as_ref()
+            .map(|a| gamepilot_session::selfid::move_targets(&observation, a))
+            .unwrap_or_default();
+        let observation_text = observation_for_model(
+            &observation.to_text_in(&order),
+            req.health,
+            req.observation_max_bytes,
+        );
         let mut boxes: Vec<gamepilot_core::Rect> = observation.elements.iter().map(|e| e.bbox).collect();
         boxes.push(gamepilot_vision::track::view_centre_box(observation.frame_size));
         let before = previous.replace((frame.clone(), boxes));
@@ -299,7 +309,7 @@ pub fn run(
                 model_observation_text = Some(t.clone());
                 t
             };
-            tactical_schema_in(tools, &present, &space, &setup.limits)
+            tactical_schema_with_targets(tools, &present, &move_targets, &space, &setup.limits)
                 .map_err(|e| other_failure(FailureKind::Host, e.to_string()))
                 .map(|schema| {
                     let c = call(text, image, &schema);

@@ -88,6 +88,14 @@ pub struct TacticalJob {
     /// Only perceive: no model call (self-identification's frames after each probe hold, issue 16).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub perceive_only: bool,
+    /// The goal and current subgoal in words: labelled elements sharing a word with them are listed
+    /// first (`gamepilot_session::selfid::model_order`).
+    #[serde(default)]
+    pub focus: String,
+    /// The avatar self-identification found: `move_to` may name only places in the world, listed
+    /// nearest it first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avatar: Option<gamepilot_grounding::AvatarModel>,
 }
 
 fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {

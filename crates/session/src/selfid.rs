@@ -71,6 +71,82 @@ fn could_move(obs: &Observation) -> bool {
         >= 3
 }
 
+/// The words of `text` worth matching (lower case, three letters or more).
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether two words share a stem (their first four letters, or all of a shorter one).
+fn same_stem(a: &str, b: &str) -> bool {
+    let n = a.chars().count().min(b.chars().count()).min(4);
+    a.chars().take(n).eq(b.chars().take(n))
+}
+
+/// Where `move_to` may go on this observation: unlabelled sprite-sized elements (96 px or less) that are
+/// neither the avatar's own parts (within one and a half of its size from its centre) nor HUD sprites
+/// self-identification saw stay while the world moved.
+pub fn move_targets(obs: &Observation, avatar: &AvatarModel) -> Vec<gamepilot_core::ElementId> {
+    let (ax, ay) = (avatar.bbox.center().x, avatar.bbox.center().y);
+    let own = 1.5 * f64::from(avatar.bbox.w.max(avatar.bbox.h));
+    obs.elements
+        .iter()
+        .filter(|e| e.label.is_none() && e.bbox.w <= 96 && e.bbox.h <= 96)
+        .filter(|e| {
+            let c = e.bbox.center();
+            f64::from(c.x - ax).hypot(f64::from(c.y - ay)) > own
+        })
+        .filter(|e| {
+            let c = e.bbox.center();
+            !avatar
+                .hud
+                .iter()
+                .any(|h| (h.center().x - c.x).abs() <= 4 && (h.center().y - c.y).abs() <= 4)
+        })
+        .map(|e| e.id)
+        .collect()
+}
+
+/// The order a small model reads the elements in (issue 16 item 2): labelled elements sharing a word
+/// stem with `focus` (the goal and the current subgoal) first, then — once the avatar is known — the
+/// places `move_to` may go, nearest the avatar first; everything else follows in its own order.
+pub fn model_order(
+    obs: &Observation,
+    focus: &str,
+    avatar: Option<&AvatarModel>,
+) -> Vec<gamepilot_core::ElementId> {
+    let focus = words(focus);
+    let mut out: Vec<gamepilot_core::ElementId> = obs
+        .elements
+        .iter()
+        .filter(|e| {
+            e.label
+                .as_deref()
+                .is_some_and(|l| words(l).iter().any(|w| focus.iter().any(|f| same_stem(w, f))))
+        })
+        .map(|e| e.id)
+        .collect();
+    if let Some(a) = avatar {
+        let c = a.bbox.center();
+        let mut targets: Vec<(i64, gamepilot_core::ElementId)> = move_targets(obs, a)
+            .into_iter()
+            .filter_map(|id| {
+                let p = obs.element(id)?.bbox.center();
+                Some((i64::from(p.x - c.x).pow(2) + i64::from(p.y - c.y).pow(2), id))
+            })
+            .collect();
+        targets.sort();
+        for (_, id) in targets {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum State {
     /// Not identified; `failed` names the views earlier attempts failed on.
@@ -314,6 +390,54 @@ mod tests {
         assert_eq!(
             s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))),
             SelfIdStep::Nothing
+        );
+    }
+
+    #[test]
+    fn the_model_reads_goal_words_first_then_places_nearest_the_avatar() {
+        // issue 16 item 2: the order of the list a small model reads
+        let mut o = obs((0, 0));
+        o.elements.push(Element {
+            id: ElementId(30),
+            bbox: Rect::new(20, 60, 250, 72),
+            confidence: 1.0,
+            source: ElementSource::Rect,
+            label: Some("0 Coins".into()),
+            looks: None,
+        });
+        o.elements.push(Element {
+            id: ElementId(31),
+            bbox: Rect::new(600, 80, 120, 50),
+            confidence: 1.0,
+            source: ElementSource::Rect,
+            label: Some("Play".into()),
+            looks: None,
+        });
+        assert_eq!(model_order(&o, "Click Play to start", None), [ElementId(31)]);
+        let mut s = SelfId::new(Some(SteeringConfig::default()));
+        s.on_observation(&o, SceneKind::Play, 1, &[]);
+        for (shift, m) in [
+            ((0, -60), (0, 60)),
+            ((0, 0), (0, -60)),
+            ((-60, 0), (-60, 0)),
+            ((0, 0), (60, 0)),
+        ] {
+            let mut moves = shift_moves(m);
+            moves.insert(4, None);
+            moves.insert(5, None);
+            let mut next = obs(shift);
+            next.elements.extend(o.elements[4..].iter().cloned());
+            s.on_observation(&next, SceneKind::Play, 1, &moves);
+        }
+        let avatar = s.avatar().expect("identified").clone();
+        // Coins (15, 16) and the hazard (17) are places; the avatar's own sprite (14) and panels are not.
+        let mut targets = move_targets(&o, &avatar);
+        targets.sort();
+        assert_eq!(targets, [ElementId(15), ElementId(16), ElementId(17)]);
+        assert_eq!(
+            model_order(&o, "collect a coin", Some(&avatar)),
+            [ElementId(30), ElementId(16), ElementId(17), ElementId(15)],
+            "the Coins panel shares a stem with the goal; then the places, nearest first"
         );
     }
 

@@ -373,9 +373,10 @@ impl Session {
         }
         let mut tools = session_tools(cfg.camera_calibrated);
         if cfg.steering.is_some() {
-            // Described in block 1 from the start (the prefix stays byte-identical); offered in a tick's
-            // schema only once the avatar is known.
-            tools.push(Tool::MoveTo);
+            // Described in block 1 from the start (the prefix stays byte-identical) and first: a small
+            // model answers the first tool it reads where the schema allows it. Offered in a tick's
+            // schema only once the avatar is known, for places in the world only.
+            tools.insert(0, Tool::MoveTo);
         }
         let tools = ToolSet::new(&tools)?;
         let context_cfg = ContextConfig {
@@ -1009,6 +1010,12 @@ impl Session {
             generation: self.generation,
             health: self.health,
             perceive_only,
+            focus: format!(
+                "{} {}",
+                self.cfg.goal,
+                self.context.plan().subgoal.as_deref().unwrap_or("")
+            ),
+            avatar: self.selfid.avatar().cloned(),
         }));
     }
 

@@ -89,12 +89,22 @@ impl Observation {
     /// carries, each once (issue 16 item 2: every digit is a token to a small model's tokenizer, so the
     /// 20 elements of the practice play field cost 482 tokens with full boxes and duplicated text lines).
     pub fn to_text(&self) -> String {
+        self.to_text_in(&[])
+    }
+
+    /// [`Observation::to_text`] with the elements of `first` listed first, in that order, and the rest
+    /// after them in their own order (issue 16 item 2: a small model reads the top of a list).
+    pub fn to_text_in(&self, first: &[ElementId]) -> String {
         let place = |c: gamepilot_core::Point| format!("{},{}", c.x, c.y);
         let mut s = format!(
             "frame {}x{} ({})\n",
             self.frame_size.w, self.frame_size.h, self.class
         );
-        for e in &self.elements {
+        let ordered = first
+            .iter()
+            .filter_map(|id| self.element(*id))
+            .chain(self.elements.iter().filter(|e| !first.contains(&e.id)));
+        for e in ordered {
             let b = e.bbox;
             s.push_str(&format!("[{}] {}", e.id, e.source.as_str()));
             match (&e.label, &e.looks) {
