@@ -37,6 +37,21 @@ pub struct TacticalResult {
     pub refinement: Option<Refinement>,
 }
 
+impl TacticalResult {
+    /// The result of a tick that captured `frame`, before any model call is recorded into it.
+    fn seen(outcome: TacticalOutcome, frame: Frame, marked: Option<image::RgbaImage>) -> TacticalResult {
+        TacticalResult {
+            outcome,
+            frame: Some(frame),
+            marked,
+            prompt_json: serde_json::Value::Null,
+            prefix_bytes: 0,
+            schema: serde_json::Value::Null,
+            refinement: None,
+        }
+    }
+}
+
 pub struct TacticalSetup {
     pub display: Option<String>,
     pub window: u32,
@@ -174,16 +189,7 @@ pub fn run(
                 }),
                 moves,
             };
-            let result = TacticalResult {
-                outcome,
-                frame: Some(frame),
-                marked,
-                prompt_json: serde_json::Value::Null,
-                prefix_bytes: 0,
-                schema: serde_json::Value::Null,
-                refinement: None,
-            };
-            if tx.send(result).is_err() {
+            if tx.send(TacticalResult::seen(outcome, frame, marked)).is_err() {
                 break;
             }
             continue;
@@ -316,8 +322,8 @@ pub fn run(
                     (schema, c)
                 })
         };
-        let mut result = TacticalResult {
-            outcome: TacticalOutcome {
+        let mut result = TacticalResult::seen(
+            TacticalOutcome {
                 tick: req.tick,
                 started,
                 observation,
@@ -326,13 +332,9 @@ pub fn run(
                 reply: Err(other_failure(FailureKind::Host, String::new())),
                 moves: Vec::new(),
             },
-            frame: Some(frame),
+            frame,
             marked,
-            prompt_json: serde_json::Value::Null,
-            prefix_bytes: 0,
-            schema: serde_json::Value::Null,
-            refinement: None,
-        };
+        );
         let localise = refinement
             .as_ref()
             .and_then(|rf| rf.localise_timings.as_ref())

@@ -130,6 +130,33 @@ struct GroundedAction {
     settle_ms: Option<u64>,
 }
 
+impl GroundedAction {
+    /// A grounded action not yet executed, verified against `expected` over `region`.
+    fn new(
+        action: Action,
+        target: Option<Target>,
+        path: Option<GroundingPath>,
+        (expected, region): (ExpectedChange, Option<Rect>),
+        label: String,
+        generation: u64,
+    ) -> GroundedAction {
+        GroundedAction {
+            intention: Intention::new(action, SubgoalId(0)),
+            target,
+            path,
+            expected,
+            region,
+            label,
+            generation,
+            executed: false,
+            unreadable_evidence: false,
+            scene_changed: false,
+            steer: None,
+            settle_ms: None,
+        }
+    }
+}
+
 /// An action held for the user's confirmation (FR-SAFE-005).
 #[derive(Debug, Clone, PartialEq)]
 struct HeldAction {
@@ -1251,21 +1278,9 @@ impl Session {
             key: key.clone(),
             duration_ms: Some(probe_ms),
         };
-        let (expected, region) = expectation(&action, None);
-        let grounded = GroundedAction {
-            intention: Intention::new(action, SubgoalId(0)),
-            target: None,
-            path: None,
-            expected,
-            region,
-            label: format!("self-identification probe: hold {key} {probe_ms} ms"),
-            generation,
-            executed: false,
-            unreadable_evidence: false,
-            scene_changed: false,
-            steer: None,
-            settle_ms: None,
-        };
+        let expected = expectation(&action, None);
+        let label = format!("self-identification probe: hold {key} {probe_ms} ms");
+        let grounded = GroundedAction::new(action, None, None, expected, label, generation);
         self.probe_running = Some(self.next_action);
         self.propose(grounded, now, out);
     }
@@ -1305,21 +1320,20 @@ impl Session {
             right: plan.keys.right.clone(),
             duration_ms: plan.bound_ms,
         };
+        let expected = ExpectedChange::Postcondition {
+            source: format!("the avatar reaches mark {mark}"),
+        };
         Some(GroundedAction {
-            intention: Intention::new(action, SubgoalId(0)),
-            target: Some(Target::Mark { element: mark }),
-            path: Some(GroundingPath::Mark),
-            expected: ExpectedChange::Postcondition {
-                source: format!("the avatar reaches mark {mark}"),
-            },
-            region: None,
-            label,
-            generation,
-            executed: false,
-            unreadable_evidence: false,
-            scene_changed: false,
             settle_ms: Some(plan.bound_ms + 1_000),
             steer: Some(plan),
+            ..GroundedAction::new(
+                action,
+                Some(Target::Mark { element: mark }),
+                Some(GroundingPath::Mark),
+                (expected, None),
+                label,
+                generation,
+            )
         })
     }
 
@@ -1394,21 +1408,10 @@ impl Session {
             }
         };
         let label = serde_json::to_string(&action).unwrap_or_default();
-        let (expected, region) = expectation(&action, mark);
-        Some(GroundedAction {
-            intention: Intention::new(action, SubgoalId(0)),
-            target,
-            path,
-            expected,
-            region,
-            label,
-            generation,
-            executed: false,
-            unreadable_evidence: false,
-            scene_changed: false,
-            steer: None,
-            settle_ms: None,
-        })
+        let expected = expectation(&action, mark);
+        Some(GroundedAction::new(
+            action, target, path, expected, label, generation,
+        ))
     }
 
     /// Propose a grounded action to the loop logic, which executes or rejects it.

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs `gamepilot demo` on game seeds 1..N (default 5) and prints how many reached the goal (`coins >= 1`)
+# within the demo's 120 s, with nothing held afterwards (issue 16's demo figure). Needs a built workspace
+# and the model cache (scripts/setup-llama.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-5}
+bin=${GAMEPILOT_BIN:-target/debug/gamepilot}
+ok=0
+for seed in $(seq 1 "$n"); do
+  out=$("$bin" demo --game-seed "$seed" --quiet 2>&1)
+  state=$(printf '%s\n' "$out" | grep "game's own state" | head -n 1)
+  coins=$(printf '%s\n' "$state" | sed -n 's/.* coins \([0-9]*\).*/\1/p')
+  held=$(printf '%s\n' "$state" | sed -n 's/.*held \(\[.*\]\).*/\1/p')
+  stop=$(printf '%s\n' "$out" | sed -n 's/^session stopped: //p' | head -n 1)
+  if [ "${coins:-0}" -ge 1 ] && [ "$held" = "[]" ]; then ok=$((ok + 1)); verdict=reached; else verdict=missed; fi
+  echo "seed $seed: $verdict (stopped: ${stop:-?}; coins ${coins:-?}; held ${held:-?})"
+done
+echo "demo: $ok of $n seeds reached the goal"
