@@ -159,7 +159,6 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
             obs.elements.len(),
             text.len()
         );
-        println!("{text}");
         let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
         Some((text, marks, Size::new(frame.width, frame.height)))
     };
