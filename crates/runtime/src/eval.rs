@@ -21,6 +21,25 @@ pub struct EvalSetup<'a> {
     pub max_tokens: u32,
 }
 
+/// A saved frame perceived as the tactical thread perceives it (PP-OCR, elements, stable ids).
+pub fn perceive_image(path: &Path) -> Result<(gamepilot_vision::Observation, Size), RuntimeError> {
+    let mut ocr = gamepilot_ocr::default_engine()?;
+    perceive_with(&mut ocr, path)
+}
+
+fn perceive_with(
+    ocr: &mut impl Ocr,
+    path: &Path,
+) -> Result<(gamepilot_vision::Observation, Size), RuntimeError> {
+    let frame = crate::load_image(path)?;
+    let view = frame.view();
+    let mut perceiver = Perceiver::new();
+    let class = perceiver.classify_view(&view).class;
+    let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
+    let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
+    Ok((obs, Size::new(frame.width, frame.height)))
+}
+
 /// Score every point; a point whose frame cannot be read is an error, a host failure is an invalid
 /// (and wrong) reply. `progress` hears each result as it is scored.
 pub fn evaluate(
@@ -40,13 +59,8 @@ pub fn evaluate(
     for point in points {
         // Points of one frame stand together in the corpus: the frame is perceived once for all of them.
         if perceived.as_ref().is_none_or(|(name, _, _)| *name != point.frame) {
-            let frame = crate::load_image(&setup.frames.join(&point.frame))?;
-            let view = frame.view();
-            let mut perceiver = Perceiver::new();
-            let class = perceiver.classify_view(&view).class;
-            let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
-            let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
-            perceived = Some((point.frame.clone(), Size::new(frame.width, frame.height), obs));
+            let (obs, size) = perceive_with(&mut ocr, &setup.frames.join(&point.frame))?;
+            perceived = Some((point.frame.clone(), size, obs));
         }
         let Some((_, size, obs)) = perceived.as_ref() else {
             continue;

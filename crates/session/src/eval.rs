@@ -109,11 +109,19 @@ pub struct EvalSummary {
     pub prefix_cache_ratio: f64,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// The nearest-rank `p` quantile (0–1) of values sorted ascending; 0 for none.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+    let i = ((sorted.len() - 1) as f64 * p.clamp(0.0, 1.0)).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// `v` sorted ascending (total order: NaN last).
+pub fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(f64::total_cmp);
+    v
 }
 
 impl EvalSummary {

@@ -22,6 +22,21 @@ pub struct SteeringConfig {
     pub max_steer_ms: u64,
 }
 
+impl SteeringConfig {
+    /// The set-up for these probe keys (`--move-keys w,s,a,d`); `None` when no key is named.
+    pub fn from_keys(keys: &[String]) -> Option<SteeringConfig> {
+        let keys: Vec<String> = keys
+            .iter()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .collect();
+        (!keys.is_empty()).then(|| SteeringConfig {
+            probe_keys: keys,
+            ..SteeringConfig::default()
+        })
+    }
+}
+
 impl Default for SteeringConfig {
     fn default() -> Self {
         SteeringConfig {

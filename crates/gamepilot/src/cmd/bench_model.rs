@@ -12,7 +12,7 @@ use gamepilot_model::{
     cache, CancelToken, ChatRequest, HostClient, HostTimeouts, LaunchSpec, LocalHost, VisualBudget,
     WeightsSpec,
 };
-use gamepilot_vision::Ocr as _;
+use gamepilot_session::eval::{percentile, sorted};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -56,19 +56,6 @@ pub struct BenchArgs {
     /// Maximum reply tokens per call.
     #[arg(long, default_value_t = 40)]
     pub max_tokens: u32,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn sorted(mut v: Vec<f64>) -> Vec<f64> {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v
 }
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
@@ -139,14 +126,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     let real = if args.synthetic {
         None
     } else {
-        let frame = gamepilot_runtime::load_image(&args.frame)
+        let (obs, size) = gamepilot_runtime::eval::perceive_image(&args.frame)
             .with_context(|| format!("reading --frame {}", args.frame.display()))?;
-        let view = frame.view();
-        let mut ocr = gamepilot_ocr::default_engine()?;
-        let mut perceiver = gamepilot_vision::Perceiver::new();
-        let class = perceiver.classify_view(&view).class;
-        let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
-        let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
         let cfg = gamepilot_session::SessionConfig::default();
         let text = gamepilot_session::observation_for_model(
             &obs.to_text(),
@@ -160,7 +141,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
             text.len()
         );
         let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
-        Some((text, marks, Size::new(frame.width, frame.height)))
+        Some((text, marks, size))
     };
     let (tools, goal, plan) = if real.is_some() {
         (

@@ -2,6 +2,7 @@
 
 use super::common::{now, save_png, WindowArgs};
 use anyhow::Context as _;
+use gamepilot_session::eval::percentile;
 use gamepilot_x11::WindowCapturer;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -45,14 +46,6 @@ pub struct BenchArgs {
     /// Frames to capture per method.
     #[arg(long, default_value_t = 200)]
     pub frames: usize,
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Time Composite+SHM capture against plain GetImage in the same run.

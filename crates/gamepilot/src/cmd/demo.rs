@@ -131,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         reflex: gamepilot_runtime::reflex::ReflexExtras::default(),
         degrade: None,
         stop_signals: Some(stop_signals),
-        steering: super::run::steering_config(&args.move_keys),
+        steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
     };
     println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;

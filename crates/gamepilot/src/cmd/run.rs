@@ -544,7 +544,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         research_endpoint: args.search_endpoint.clone(),
         progress_sensor: args.stuck.progress_sensor.clone(),
         grounding_paths: args.grounding.paths(),
-        steering: steering_config(&args.move_keys),
+        steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
         reflex: wiring.extras,
         degrade: wiring.degrade,
         stop_signals: Some(stop_signals),
@@ -557,18 +557,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Some(sig) => gamepilot_runtime::stop_signals::StopSignal(sig).exit_code(),
         None if summary.stop_reason == "GoalMet" => 0,
         None => 4,
-    })
-}
-
-/// `--move-keys` as the session's steering set-up (`None` when no key is given).
-pub fn steering_config(keys: &[String]) -> Option<gamepilot_session::SteeringConfig> {
-    let keys: Vec<String> = keys
-        .iter()
-        .map(|k| k.trim().to_string())
-        .filter(|k| !k.is_empty())
-        .collect();
-    (!keys.is_empty()).then(|| gamepilot_session::SteeringConfig {
-        probe_keys: keys,
-        ..gamepilot_session::SteeringConfig::default()
     })
 }
