@@ -245,6 +245,16 @@ impl SelfId {
         }
     }
 
+    /// The camera turned: which key moves the avatar where may have changed with the view's heading, so
+    /// what was learned is dropped and the next view that could move is probed again (earlier failed
+    /// views are not held against the new heading).
+    pub fn camera_turned(&mut self) {
+        if matches!(self.state, State::Known(_) | State::Failed(_)) {
+            self.state = State::Idle;
+            self.failed_on.clear();
+        }
+    }
+
     /// One observation (after a probe hold, or any other), with its view signature and, after a probe
     /// hold, how each element of the observation before it moved (see `TacticalOutcome::moves`).
     pub fn on_observation(
@@ -405,6 +415,13 @@ mod tests {
         assert_eq!(
             s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &shift_moves((0, 0))),
             SelfIdStep::Nothing
+        );
+        // A camera turn drops the key map: the next view is probed again.
+        s.camera_turned();
+        assert!(s.avatar().is_none());
+        assert_eq!(
+            s.on_observation(&obs((0, 0)), SceneKind::Play, 1, &[]),
+            SelfIdStep::Hold("w".into())
         );
     }
 

@@ -683,6 +683,13 @@ impl Session {
                     if let Some(a) = self.actions.get_mut(&action.0) {
                         a.intention.subgoal = subgoal;
                         a.executed = true;
+                        // The key map was learned under the old heading (issue 16).
+                        if matches!(
+                            a.intention.action,
+                            Action::Camera { .. } | Action::CameraDegrees { .. }
+                        ) {
+                            self.selfid.camera_turned();
+                        }
                         out.push(Effect::Reflex(ReflexCommand::Submit {
                             action: action.0,
                             intention: a.intention.clone(),
