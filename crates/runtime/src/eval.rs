@@ -19,6 +19,8 @@ pub struct EvalSetup<'a> {
     /// The corpus's `frames/` directory.
     pub frames: &'a Path,
     pub max_tokens: u32,
+    /// Write each point's prompt messages here (`<n>.txt`), to read what the model read.
+    pub prompts: Option<&'a Path>,
 }
 
 /// A saved frame perceived as the tactical thread perceives it (PP-OCR, elements, stable ids).
@@ -71,9 +73,13 @@ pub fn evaluate(
             ..base.clone()
         };
         // The elements in the order `run` lists them for this goal (goal words first).
-        let order = gamepilot_session::selfid::model_order(obs, &point.goal, None);
+        let order = gamepilot_session::relevance::model_order(
+            obs,
+            &gamepilot_session::relevance::Focus::new(point.goal.clone(), ""),
+            None,
+        );
         let text = observation_for_model(
-            &obs.to_text_in(&order),
+            &obs.to_text_listing(&order, cfg.observation_max_elements),
             Default::default(),
             cfg.observation_max_bytes,
         );
@@ -86,6 +92,9 @@ pub fn evaluate(
         let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
         let schema = tactical_schema(&tools, &marks, *size, &SchemaLimits::default())?;
         let chat = ChatRequest::from_prompt(setup.model_name, &prompt, setup.max_tokens);
+        if let Some(dir) = setup.prompts {
+            write_prompt(dir, out.len(), &point.id, &chat)?;
+        }
         let result = match setup.client.chat_structured(&chat, &schema, &cancel) {
             Ok(r) => {
                 let t = &r.reply.timings;
@@ -116,4 +125,21 @@ pub fn evaluate(
         out.push(result);
     }
     Ok(out)
+}
+
+/// One point's prompt as text: the point's id, then each message's role and content.
+fn write_prompt(dir: &Path, index: usize, id: &str, chat: &ChatRequest) -> Result<(), RuntimeError> {
+    let mut text = format!("# {id}\n");
+    for m in &chat.messages {
+        let role = m.get("role").and_then(|r| r.as_str()).unwrap_or("?");
+        let content = match m.get("content") {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        text.push_str(&format!("--- {role}\n{content}\n"));
+    }
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(dir.join(format!("{index:03}.txt")), text))
+        .map_err(|e| RuntimeError::Eval(format!("writing the prompt of {id} to {}: {e}", dir.display())))
 }

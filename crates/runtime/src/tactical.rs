@@ -153,14 +153,14 @@ pub fn run(
             .filter(|id| !req.excluded_marks.contains(id))
             .collect();
         // What the model reads: goal words first, then (avatar known) places nearest it (issue 16).
-        let order = gamepilot_session::selfid::model_order(&observation, &req.focus, req.avatar.as_ref());
+        let order = gamepilot_session::relevance::model_order(&observation, &req.focus, req.avatar.as_ref());
         let move_targets: Vec<ElementId> = req
             .avatar
             .as_ref()
             .map(|a| gamepilot_session::selfid::move_targets(&observation, a))
             .unwrap_or_default();
         let observation_text = observation_for_model(
-            &observation.to_text_in(&order),
+            &observation.to_text_listing(&order, req.observation_max_elements),
             req.health,
             req.observation_max_bytes,
         );
@@ -308,7 +308,11 @@ pub fn run(
             } else {
                 let scaled = refine::cheap_observation(&observation, space.text_size());
                 let t = observation_for_model(
-                    &format!("{}\n{}", space.describe(), scaled.to_text()),
+                    &format!(
+                        "{}\n{}",
+                        space.describe(),
+                        scaled.to_text_listing(&order, req.observation_max_elements)
+                    ),
                     req.health,
                     req.observation_max_bytes,
                 );

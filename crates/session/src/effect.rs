@@ -80,6 +80,8 @@ pub struct TacticalJob {
     pub coords: gamepilot_core::CoordConvention,
     /// The observation text is cut to this many bytes before it enters the prompt.
     pub observation_max_bytes: usize,
+    /// It lists at most this many elements (the focus's first).
+    pub observation_max_elements: usize,
     /// The transform-chain generation when the tick started; its actions are grounded in it.
     pub generation: u64,
     /// The frame's health when the tick started (FR-PERC-009): a black, frozen or occluded frame is
@@ -88,10 +90,10 @@ pub struct TacticalJob {
     /// Only perceive: no model call (self-identification's frames after each probe hold, issue 16).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub perceive_only: bool,
-    /// The goal and current subgoal in words: labelled elements sharing a word with them are listed
-    /// first (`gamepilot_session::selfid::model_order`).
+    /// The goal and current subgoal: the elements they point at are listed first
+    /// (`gamepilot_session::relevance::model_order`).
     #[serde(default)]
-    pub focus: String,
+    pub focus: crate::relevance::Focus,
     /// The avatar self-identification found: `move_to` may name only places in the world, listed
     /// nearest it first.
     #[serde(default, skip_serializing_if = "Option::is_none")]

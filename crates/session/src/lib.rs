@@ -7,6 +7,7 @@ pub mod effect;
 pub mod eval;
 pub mod input;
 pub mod plan;
+pub mod relevance;
 pub mod scene;
 pub mod selfid;
 mod session;

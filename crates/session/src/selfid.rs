@@ -86,20 +86,6 @@ fn could_move(obs: &Observation) -> bool {
         >= 3
 }
 
-/// The words of `text` worth matching (lower case, three letters or more).
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Whether two words share a stem (their first four letters, or all of a shorter one).
-fn same_stem(a: &str, b: &str) -> bool {
-    let n = a.chars().count().min(b.chars().count()).min(4);
-    a.chars().take(n).eq(b.chars().take(n))
-}
-
 /// Where `move_to` may go on this observation: unlabelled sprite-sized elements (96 px or less) that are
 /// neither the avatar's own parts (within one and a half of its size from its centre) nor HUD sprites
 /// self-identification saw stay while the world moved.
@@ -122,44 +108,6 @@ pub fn move_targets(obs: &Observation, avatar: &AvatarModel) -> Vec<gamepilot_co
         })
         .map(|e| e.id)
         .collect()
-}
-
-/// The order a small model reads the elements in (issue 16 item 2): labelled elements sharing a word
-/// stem with `focus` (the goal and the current subgoal) first, then — once the avatar is known — the
-/// places `move_to` may go, nearest the avatar first; everything else follows in its own order.
-pub fn model_order(
-    obs: &Observation,
-    focus: &str,
-    avatar: Option<&AvatarModel>,
-) -> Vec<gamepilot_core::ElementId> {
-    let focus = words(focus);
-    let mut out: Vec<gamepilot_core::ElementId> = obs
-        .elements
-        .iter()
-        .filter(|e| {
-            e.label
-                .as_deref()
-                .is_some_and(|l| words(l).iter().any(|w| focus.iter().any(|f| same_stem(w, f))))
-        })
-        .map(|e| e.id)
-        .collect();
-    if let Some(a) = avatar {
-        let c = a.bbox.center();
-        let mut targets: Vec<(i64, gamepilot_core::ElementId)> = move_targets(obs, a)
-            .into_iter()
-            .filter_map(|id| {
-                let p = obs.element(id)?.bbox.center();
-                Some((i64::from(p.x - c.x).pow(2) + i64::from(p.y - c.y).pow(2), id))
-            })
-            .collect();
-        targets.sort();
-        for (_, id) in targets {
-            if !out.contains(&id) {
-                out.push(id);
-            }
-        }
-    }
-    out
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -332,6 +280,7 @@ impl SelfId {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::relevance::{model_order, Focus};
     use gamepilot_core::{ElementId, MonoTime, Rect, Size};
     use gamepilot_vision::{Element, ElementSource, FrameClass};
 
@@ -445,7 +394,10 @@ mod tests {
             label: Some("Play".into()),
             looks: None,
         });
-        assert_eq!(model_order(&o, "Click Play to start", None), [ElementId(31)]);
+        assert_eq!(
+            model_order(&o, &Focus::new("Click Play to start", ""), None),
+            [ElementId(31)]
+        );
         let mut s = SelfId::new(Some(SteeringConfig::default()));
         s.on_observation(&o, SceneKind::Play, 1, &[]);
         for (shift, m) in [
@@ -467,7 +419,7 @@ mod tests {
         targets.sort();
         assert_eq!(targets, [ElementId(15), ElementId(16), ElementId(17)]);
         assert_eq!(
-            model_order(&o, "collect a coin", Some(&avatar)),
+            model_order(&o, &Focus::new("collect a coin", ""), Some(&avatar)),
             [ElementId(30), ElementId(16), ElementId(17), ElementId(15)],
             "the Coins panel shares a stem with the goal; then the places, nearest first"
         );

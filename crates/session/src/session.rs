@@ -32,6 +32,10 @@ use gamepilot_vision::Observation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+fn default_observation_max_elements() -> usize {
+    16
+}
+
 /// The tools a session may offer the tactical model.
 pub const TOOLS: [Tool; 7] = [
     Tool::ClickMark,
@@ -67,6 +71,10 @@ pub struct SessionConfig {
     pub context_tokens: u32,
     /// The observation text a prompt carries is cut to this many bytes.
     pub observation_max_bytes: usize,
+    /// A tactical prompt lists at most this many elements, those the focus points at first (issue 16:
+    /// a small model reads a short list, and every listed element costs prompt tokens).
+    #[serde(default = "default_observation_max_elements")]
+    pub observation_max_elements: usize,
     /// At most this many excerpts of one research enter the context, each cut to this many bytes.
     pub research_max_excerpts: usize,
     pub research_excerpt_max_bytes: usize,
@@ -98,6 +106,7 @@ impl Default for SessionConfig {
             visual_pixels: 512 * 288,
             context_tokens: 4096,
             observation_max_bytes: 3000,
+            observation_max_elements: default_observation_max_elements(),
             research_max_excerpts: 3,
             research_excerpt_max_bytes: 600,
             image_tokens: 256,
@@ -831,10 +840,14 @@ impl Session {
                 )
             })
             .collect();
-        self.context.set_plan(CtxPlan {
-            steps,
-            subgoal: active.map(|a| a.to_string()),
+        // The model reads the active subgoal in words (its id alone said nothing, issue 16).
+        let subgoal = active.and_then(|a| {
+            plan.subgoals
+                .iter()
+                .find(|s| s.spec.id == a)
+                .map(|s| s.spec.description.clone())
         });
+        self.context.set_plan(CtxPlan { steps, subgoal });
     }
 
     fn finish(&mut self, stop: SessionStop, out: &mut Vec<Effect>) {
@@ -1041,13 +1054,13 @@ impl Session {
                 gamepilot_core::CoordConvention::CapturePixels
             },
             observation_max_bytes: self.cfg.observation_max_bytes,
+            observation_max_elements: self.cfg.observation_max_elements,
             generation: self.generation,
             health: self.health,
             perceive_only,
-            focus: format!(
-                "{} {}",
-                self.cfg.goal,
-                self.context.plan().subgoal.as_deref().unwrap_or("")
+            focus: crate::relevance::Focus::new(
+                self.cfg.goal.clone(),
+                self.context.plan().subgoal.as_deref().unwrap_or(""),
             ),
             avatar: self.selfid.avatar().cloned(),
         }));

@@ -6,6 +6,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod classify;
+pub mod grid;
 pub mod ids;
 pub mod looks;
 pub mod marks;

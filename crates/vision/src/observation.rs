@@ -95,6 +95,13 @@ impl Observation {
     /// [`Observation::to_text`] with the elements of `first` listed first, in that order, and the rest
     /// after them in their own order (issue 16 item 2: a small model reads the top of a list).
     pub fn to_text_in(&self, first: &[ElementId]) -> String {
+        self.to_text_listing(first, usize::MAX)
+    }
+
+    /// [`Observation::to_text_in`] listing at most `max_elements` elements; a last line counts the rest
+    /// (their marks stay valid). Each element says its role as a reader would: a box carrying text is a
+    /// `button`, a grid element a `cell` with its row and column (counted from the top left).
+    pub fn to_text_listing(&self, first: &[ElementId], max_elements: usize) -> String {
         let place = |c: gamepilot_core::Point| format!("{},{}", c.x, c.y);
         let mut s = format!(
             "frame {}x{} ({})\n",
@@ -104,15 +111,25 @@ impl Observation {
             .iter()
             .filter_map(|id| self.element(*id))
             .chain(self.elements.iter().filter(|e| !first.contains(&e.id)));
-        for e in ordered {
+        let cells = crate::grid::grid_cells(&self.elements);
+        for e in ordered.take(max_elements) {
             let b = e.bbox;
-            s.push_str(&format!("[{}] {}", e.id, e.source.as_str()));
+            s.push_str(&format!("[{}] {}", e.id, role(e)));
+            if let Some(c) = cells.iter().find(|c| c.id == e.id) {
+                s.push_str(&format!(" row {} column {}", c.row, c.column));
+            }
             match (&e.label, &e.looks) {
                 (Some(l), _) => s.push_str(&format!(" {l:?}")),
                 (None, Some(looks)) => s.push_str(&format!(" {looks}")),
                 (None, None) => {}
             }
             s.push_str(&format!(" at {}\n", place(b.center())));
+        }
+        if self.elements.len() > max_elements {
+            s.push_str(&format!(
+                "({} more elements not listed)\n",
+                self.elements.len() - max_elements
+            ));
         }
         let carried = |t: &TextItem| {
             let c = t.bbox.center();
@@ -128,6 +145,15 @@ impl Observation {
             s.push('\n');
         }
         s
+    }
+}
+
+/// How an element's kind reads to the model: a box with text on it is a button, a grid element a cell.
+fn role(e: &Element) -> &'static str {
+    match (e.source, &e.label) {
+        (ElementSource::Rect, Some(_)) => "button",
+        (ElementSource::Grid, _) => "cell",
+        (source, _) => source.as_str(),
     }
 }
 

@@ -58,6 +58,9 @@ pub struct BenchArgs {
     pub max_tokens: u32,
 }
 
+const DEMO_GOAL: &str = "Start the game from the menu (click Play), then walk around and collect a coin.";
+const DEMO_SUBGOAL: &str = "Collect a coin";
+
 pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(
         args.calls >= 2,
@@ -129,8 +132,14 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         let (obs, size) = gamepilot_runtime::eval::perceive_image(&args.frame)
             .with_context(|| format!("reading --frame {}", args.frame.display()))?;
         let cfg = gamepilot_session::SessionConfig::default();
+        // Listed as `run` lists it for the demo's goal and subgoal: the focus's elements first, capped.
+        let order = gamepilot_session::relevance::model_order(
+            &obs,
+            &gamepilot_session::relevance::Focus::new(DEMO_GOAL, DEMO_SUBGOAL),
+            None,
+        );
         let text = gamepilot_session::observation_for_model(
-            &obs.to_text(),
+            &obs.to_text_listing(&order, cfg.observation_max_elements),
             Default::default(),
             cfg.observation_max_bytes,
         );
@@ -149,13 +158,13 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
                 Some(gamepilot_grounding::GroundingPath::Mark),
                 false,
             ))?,
-            "Start the game from the menu (click Play), then walk around and collect a coin.",
+            DEMO_GOAL,
             Plan {
                 steps: vec![
-                    PlanStep::new("Collect a coin", StepStatus::Active),
+                    PlanStep::new(DEMO_SUBGOAL, StepStatus::Active),
                     PlanStep::new("Keep collecting coins", StepStatus::Pending),
                 ],
-                subgoal: Some("Collect a coin".into()),
+                subgoal: Some(DEMO_SUBGOAL.into()),
             },
         )
     } else {

@@ -30,6 +30,9 @@ pub struct Args {
     /// Tokens one reply may take.
     #[arg(long, default_value_t = 96)]
     pub max_tokens: u32,
+    /// Write each point's prompt (its messages as text) into this directory.
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -62,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         model_name: &args.model.model_name,
         frames: &frames,
         max_tokens: args.max_tokens,
+        prompts: args.prompts.as_deref(),
     };
     let results = evaluate(&setup, &points, |r| {
         println!(
