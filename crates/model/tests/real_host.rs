@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn installed() -> (std::path::PathBuf, WeightsSpec) {
-    match cache::require_installed() {
+    match cache::require_test_model() {
         Ok(x) => x,
         Err(msg) => panic!("{msg}"),
     }

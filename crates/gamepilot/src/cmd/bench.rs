@@ -9,7 +9,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Topic {
-    /// Tactical model-call latency p50/p95 and prefix-cache hit ratio (starts llama-server + SmolLM2).
+    /// Tactical model-call latency p50/p95 and prefix-cache hit ratio (starts llama-server + the default local model).
     Model(super::bench_model::BenchArgs),
     /// Capture cost per frame: Composite+SHM full frame vs plain GetImage.
     Capture(super::capture::BenchArgs),

@@ -1,6 +1,6 @@
 //! `gamepilot bench model`: tactical call latency (p50/p95) against a real model host and the host's
 //! prefix-cache hit ratio across consecutive tactical calls (FR-CTX-002, NFR-MODEL-001, FR-MODEL-002).
-//! By default it starts llama-server with the SmolLM2 test model from scripts/setup-llama.sh's cache.
+//! By default it starts llama-server with the default local model from scripts/setup-llama.sh's cache.
 
 use anyhow::Context as _;
 use gamepilot_context::{
@@ -27,7 +27,7 @@ pub struct BenchArgs {
     /// llama-server binary (default: the setup-llama.sh cache).
     #[arg(long)]
     pub server: Option<PathBuf>,
-    /// GGUF model (default: SmolLM2-135M-Instruct Q4_1 from the cache); needs --sha256 when given.
+    /// GGUF model (default: the default local model, Qwen2.5-Coder-0.5B-Instruct, from the cache); needs --sha256 when given.
     #[arg(long, requires = "sha256")]
     pub model: Option<PathBuf>,
     /// Expected SHA-256 of --model.

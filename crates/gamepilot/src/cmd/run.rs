@@ -62,7 +62,7 @@ impl ModelArgs {
             (Some(path), None) => {
                 anyhow::bail!("--model {} needs --model-sha256 HEX so the weights can be verified before loading (FR-MODEL-005)", path.display())
             }
-            (None, _) => gamepilot_model::cache::smollm2(),
+            (None, _) => gamepilot_model::cache::default_model(),
         };
         let bin = self
             .llama_server
