@@ -130,6 +130,34 @@ pub fn repair_plan(spec: &PlanSpec, already_true: impl Fn(&str) -> Option<bool>)
     (!kept.is_empty()).then_some(PlanSpec { subgoals: kept })
 }
 
+/// The plan of last resort (issue 16): when a pass leaves nothing sound to act on, the goal itself
+/// becomes the one subgoal, ending at the first offered postcondition not yet true (the goal check leads
+/// the offered list), so the tactical cadence keeps working toward the goal while the planner fails.
+/// None when every offered postcondition is already true.
+pub fn goal_plan(
+    goal: &str,
+    sources: &[String],
+    id: SubgoalId,
+    budget: Budget,
+    already_true: impl Fn(&str) -> Option<bool>,
+) -> Option<PlanSpec> {
+    let (handle, source) = sources
+        .iter()
+        .enumerate()
+        .find(|(_, s)| already_true(s) != Some(true))?;
+    Some(PlanSpec {
+        subgoals: vec![SubgoalSpec {
+            id,
+            description: goal.to_string(),
+            postcondition: PostconditionRef {
+                source: source.clone(),
+                handle: handle as u64,
+            },
+            budget,
+        }],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +171,30 @@ mod tests {
             .map(|(d, p)| json!({"description": d, "postcondition": p, "max_actions": 5, "max_time_s": 30}))
             .collect();
         plan_from_reply(&json!({ "subgoals": subgoals }), &post, 1).unwrap()
+    }
+
+    #[test]
+    fn the_goal_itself_is_the_plan_of_last_resort() {
+        // Issue 16: the demo clicked Play, the planner then only re-planned the done subgoal, and the
+        // tactical cadence sat idle with no subgoal. The goal check leads; reached ones are passed over.
+        let sources = vec!["coins >= 1".to_string(), "in_play".to_string()];
+        let budget = Budget {
+            max_time_ms: Some(60_000),
+            max_actions: Some(10),
+        };
+        let plan = goal_plan("collect a coin", &sources, SubgoalId(9), budget, |s| {
+            Some(s == "in_play")
+        })
+        .unwrap();
+        assert_eq!(plan.subgoals.len(), 1);
+        assert_eq!(plan.subgoals[0].id, SubgoalId(9));
+        assert_eq!(plan.subgoals[0].description, "collect a coin");
+        assert_eq!(plan.subgoals[0].postcondition.source, "coins >= 1");
+        assert_eq!(plan.subgoals[0].postcondition.handle, 0);
+        assert!(plan.validate().is_ok());
+        let later = goal_plan("x", &sources, SubgoalId(1), budget, |s| Some(s == "coins >= 1")).unwrap();
+        assert_eq!(later.subgoals[0].postcondition.handle, 1);
+        assert!(goal_plan("x", &sources, SubgoalId(1), budget, |_| Some(true)).is_none());
     }
 
     #[test]

@@ -32,6 +32,10 @@ use gamepilot_vision::Observation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The budget of the goal-as-plan fallback's one subgoal: past it, the loop replans as for any other.
+const GOAL_PLAN_TIME_MS: u64 = 60_000;
+const GOAL_PLAN_ACTIONS: u32 = 10;
+
 fn default_observation_max_elements() -> usize {
     16
 }
@@ -1559,7 +1563,7 @@ impl Session {
                                 out,
                             );
                         }
-                        None => self.feed(Event::DeliberationFailed { pass: p.pass, reason }, now, out),
+                        None => self.fail_pass(p.pass, reason, now, out),
                     }
                 }
             }
@@ -1574,8 +1578,43 @@ impl Session {
                 now,
                 out,
             ),
-            Err(reason) => self.feed(Event::DeliberationFailed { pass: p.pass, reason }, now, out),
+            Err(reason) => self.fail_pass(p.pass, reason, now, out),
         }
+    }
+
+    /// A pass that left nothing to act on. With a subgoal still active the loop handles the failure;
+    /// with none, the goal itself becomes the plan (issue 16: after the demo's first subgoal was done, a
+    /// planner that only re-planned it, or timed out, left the tactical cadence idle until the session
+    /// stopped for no progress).
+    fn fail_pass(&mut self, pass: u64, reason: String, now: MonoTime, out: &mut Vec<Effect>) {
+        let fallback = if self.state.active_subgoal().is_none() {
+            let id = gamepilot_core::SubgoalId(self.next_subgoal);
+            let budget = gamepilot_planner::Budget {
+                max_time_ms: Some(GOAL_PLAN_TIME_MS),
+                max_actions: Some(GOAL_PLAN_ACTIONS),
+            };
+            crate::plan::goal_plan(&self.cfg.goal, &self.cfg.postconditions, id, budget, |s| {
+                self.postcondition_value(s)
+            })
+        } else {
+            None
+        };
+        let Some(plan) = fallback else {
+            self.feed(Event::DeliberationFailed { pass, reason }, now, out);
+            return;
+        };
+        self.next_subgoal += 1;
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!("plan of pass {pass} failed ({reason}); acting on the goal itself meanwhile"),
+        }));
+        self.feed(
+            Event::DeliberationDone {
+                pass,
+                plan: Some(plan),
+            },
+            now,
+            out,
+        );
     }
 
     fn on_research(&mut self, r: ResearchOutcome, now: MonoTime, out: &mut Vec<Effect>) {
