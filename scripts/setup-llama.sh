@@ -47,8 +47,23 @@ sha_ok() { # file expected
     [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]
 }
 
+# The CPU variant the server is built for: AVX-512 (with VNNI, VBMI and BF16) where this CPU has all of
+# them — prompt evaluation of the default model measured 1.55x faster than AVX2 on the 2-core build
+# machine — otherwise AVX2. Never -march=native: a VM may report instructions it does not run (AMX here
+# built a server that died with SIGILL). The variant is stamped beside the binary; another CPU rebuilds.
+cpu_has() { grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -qx "$1"; }
+VARIANT=avx2
+AVX512_FLAGS="-DGGML_AVX512=OFF"
+if cpu_has avx512f && cpu_has avx512bw && cpu_has avx512vl && cpu_has avx512_vnni \
+    && cpu_has avx512vbmi && cpu_has avx512_bf16; then
+    VARIANT=avx512
+    AVX512_FLAGS="-DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON"
+fi
+STAMP="$BIN_DIR/llama-server.variant"
+
 server_ok() {
-    [ -x "$SERVER" ] && "$SERVER" --version >/dev/null 2>&1
+    [ -x "$SERVER" ] && "$SERVER" --version >/dev/null 2>&1 \
+        && [ "$(cat "$STAMP" 2>/dev/null)" = "$VARIANT" ]
 }
 
 # ---------------------------------------------------------------- llama-server
@@ -72,12 +87,12 @@ else
     fi
     [ -f "$SRC/llama.cpp/CMakeLists.txt" ] || die "sdist has no llama.cpp/CMakeLists.txt"
 
-    log "configuring (GGML_NATIVE=OFF, AVX/AVX2/FMA/F16C; static; no curl/openssl/ui/tests/examples)"
+    log "configuring ($VARIANT: GGML_NATIVE=OFF, AVX/AVX2/FMA/F16C $AVX512_FLAGS; static; no curl/openssl/ui/tests/examples)"
     cmake -S "$SRC/llama.cpp" -B "$BUILD" \
         -DCMAKE_BUILD_TYPE=Release \
         -DBUILD_SHARED_LIBS=OFF \
         -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
-        -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+        $AVX512_FLAGS -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
         -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
@@ -92,6 +107,7 @@ else
     [ -n "$BUILT" ] || die "build finished but no llama-server binary was found under $BUILD"
     install -m 0755 "$BUILT" "$SERVER.tmp"
     mv -f "$SERVER.tmp" "$SERVER"
+    printf '%s\n' "$VARIANT" > "$STAMP"
     # Shared libraries, should a configuration produce any.
     find "$BUILD" -name '*.so*' -type f -exec cp -f {} "$BIN_DIR/" \; 2>/dev/null || true
     server_ok || die "installed llama-server does not run: $SERVER"
