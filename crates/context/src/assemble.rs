@@ -44,7 +44,7 @@ impl Default for ContextConfig {
             tactical_history: 8,
             deliberative_history: 40,
             tactical_past_observations: 0,
-            deliberative_past_observations: 4,
+            deliberative_past_observations: 1,
             max_past_observations: 16,
         }
     }

@@ -51,7 +51,7 @@ impl Default for LoopConfig {
             suppress_radius_px: 24,
             path_min_trials: 3,
             settle_ms: 1500,
-            deliberation_interval_ms: 30_000,
+            deliberation_interval_ms: 60_000,
             scene_debounce_ms: 1000,
             rung_timeout_ms: 15_000,
             session_max_ms: 60 * 60 * 1000,
