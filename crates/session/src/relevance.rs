@@ -1,7 +1,7 @@
 //! The order a small model reads the elements in (issue 16 item 2): each element is scored against the
 //! current subgoal (twice) and the goal — a label the text names whole, label words sharing a stem with
 //! the text's words (action verbs and function words aside), a grid cell whose row and column the text
-//! names — best first; then, once the avatar is known, the places `move_to` may go, nearest first.
+//! names — best first; once the avatar is known, the places `move_to` may go lead, nearest first.
 
 use crate::selfid::move_targets;
 use gamepilot_core::ElementId;
@@ -92,8 +92,9 @@ fn score(e: &Element, cell: Option<&GridCell>, text: &str) -> u32 {
 }
 
 /// The elements in reading order for a small model: those the focus points at, best first (a button
-/// before plain text at equal score, otherwise the perceiver's order), then — avatar known — the places
-/// `move_to` may go, nearest the avatar first. Elements not returned follow in their own order.
+/// before plain text at equal score, otherwise the perceiver's order); with the avatar known, the places
+/// `move_to` may go come before them, nearest the avatar first. Elements not returned follow in their
+/// own order.
 pub fn model_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel>) -> Vec<ElementId> {
     let cells = grid_cells(&obs.elements);
     let mut scored: Vec<(u32, bool, usize, ElementId)> = obs
@@ -108,23 +109,23 @@ pub fn model_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel
         })
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    let mut out: Vec<ElementId> = scored.into_iter().map(|(.., id)| id).collect();
-    if let Some(a) = avatar {
-        let c = a.bbox.center();
-        let mut targets: Vec<(i64, ElementId)> = move_targets(obs, a)
-            .into_iter()
-            .filter_map(|id| {
-                let p = obs.element(id)?.bbox.center();
-                Some((i64::from(p.x - c.x).pow(2) + i64::from(p.y - c.y).pow(2), id))
-            })
-            .collect();
-        targets.sort();
-        for (_, id) in targets {
-            if !out.contains(&id) {
-                out.push(id);
-            }
-        }
-    }
+    let scored: Vec<ElementId> = scored.into_iter().map(|(.., id)| id).collect();
+    let Some(a) = avatar else {
+        return scored;
+    };
+    // With the avatar known, the places it can go lead, nearest first: the labels the focus points at
+    // on a play view are mostly its HUD ("0 Coins"), read but not walked to.
+    let c = a.bbox.center();
+    let mut targets: Vec<(i64, ElementId)> = move_targets(obs, a)
+        .into_iter()
+        .filter_map(|id| {
+            let p = obs.element(id)?.bbox.center();
+            Some((i64::from(p.x - c.x).pow(2) + i64::from(p.y - c.y).pow(2), id))
+        })
+        .collect();
+    targets.sort();
+    let mut out: Vec<ElementId> = targets.into_iter().map(|(_, id)| id).collect();
+    out.extend(scored.into_iter().filter(|id| !out.contains(id)).collect::<Vec<_>>());
     out
 }
 

@@ -420,8 +420,8 @@ mod tests {
         assert_eq!(targets, [ElementId(15), ElementId(16), ElementId(17)]);
         assert_eq!(
             model_order(&o, &Focus::new("collect a coin", ""), Some(&avatar)),
-            [ElementId(30), ElementId(16), ElementId(17), ElementId(15)],
-            "the Coins panel shares a stem with the goal; then the places, nearest first"
+            [ElementId(16), ElementId(17), ElementId(15), ElementId(30)],
+            "the places, nearest first; then the Coins panel, which shares a stem with the goal"
         );
     }
 

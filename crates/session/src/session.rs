@@ -1039,6 +1039,10 @@ impl Session {
         });
         let mut tools = tools_for_path(path, self.cfg.camera_calibrated);
         if self.selfid.avatar().is_some() {
+            // Issue 16: with the avatar known, a place in the world is reached by steering, not by a
+            // click at a pixel (the demo's model clicked the HUD's column instead of walking to a coin);
+            // marks stay clickable, for the buttons a play view carries.
+            tools.retain(|t| *t != Tool::Click);
             tools.push(Tool::MoveTo);
         }
         let perceive_only = self.selfid.probing();
