@@ -125,7 +125,12 @@ pub fn model_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel
         .collect();
     targets.sort();
     let mut out: Vec<ElementId> = targets.into_iter().map(|(_, id)| id).collect();
-    out.extend(scored.into_iter().filter(|id| !out.contains(id)).collect::<Vec<_>>());
+    out.extend(
+        scored
+            .into_iter()
+            .filter(|id| !out.contains(id))
+            .collect::<Vec<_>>(),
+    );
     out
 }
 
