@@ -8,6 +8,7 @@ use gamepilot_context::{tactical_schema, Cadence, ObservationText, SchemaLimits,
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_session::eval::{judge, DecisionPoint, PointResult};
+use gamepilot_session::relevance::Focus;
 use gamepilot_session::{observation_for_model, session_tools, Session, SessionConfig};
 use gamepilot_vision::{Ocr, Perceiver};
 use std::path::Path;
@@ -42,6 +43,17 @@ fn perceive_with(
     Ok((obs, Size::new(frame.width, frame.height)))
 }
 
+/// The observation text a fresh `run` session's tactical call carries (no avatar known): the elements
+/// in `run`'s order for `focus`, at most the session's number of them, cut to its bound.
+pub fn text_for_model(obs: &gamepilot_vision::Observation, focus: &Focus, cfg: &SessionConfig) -> String {
+    let order = gamepilot_session::relevance::model_order(obs, focus, None);
+    observation_for_model(
+        &obs.to_text_listing(&order, cfg.observation_max_elements),
+        Default::default(),
+        cfg.observation_max_bytes,
+    )
+}
+
 /// Score every point; a point whose frame cannot be read is an error, a host failure is an invalid
 /// (and wrong) reply. `progress` hears each result as it is scored.
 pub fn evaluate(
@@ -72,17 +84,7 @@ pub fn evaluate(
             goal: point.goal.clone(),
             ..base.clone()
         };
-        // The elements in the order `run` lists them for this goal (goal words first).
-        let order = gamepilot_session::relevance::model_order(
-            obs,
-            &gamepilot_session::relevance::Focus::new(point.goal.clone(), ""),
-            None,
-        );
-        let text = observation_for_model(
-            &obs.to_text_listing(&order, cfg.observation_max_elements),
-            Default::default(),
-            cfg.observation_max_bytes,
-        );
+        let text = text_for_model(obs, &Focus::new(point.goal.clone(), ""), &cfg);
         let session = Session::new(cfg, MonoTime::ZERO).map_err(|e| RuntimeError::Eval(e.to_string()))?;
         let prompt = session.context().assemble(
             Cadence::Tactical,

@@ -101,17 +101,22 @@ pub fn propose(
                 .iter()
                 .any(|t| overlap_fraction(&c.bbox, &t.bbox) > 0.8 && c.bbox.area() * 2 < t.bbox.area())
     });
-    // A component inside a larger shape is that shape's content (a cell's digit, a button's icon).
-    let shapes: Vec<Rect> = cands
+    // A component inside a larger shape is that shape's content (a cell's digit, a button's icon) —
+    // except off the centre of a grid cell: a puzzle centres a cell's content, while a sprite on a tiled
+    // floor lies anywhere in its tile (issue 16: the practice game's coins were dropped as the contents of
+    // the floor's tiles, so the agent never saw a coin to walk to).
+    let shapes: Vec<(Rect, bool)> = cands
         .iter()
         .filter(|c| c.source != ElementSource::Component)
-        .map(|c| c.bbox)
+        .map(|c| (c.bbox, c.source == ElementSource::Grid))
         .collect();
     cands.retain(|c| {
         c.source != ElementSource::Component
-            || !shapes
-                .iter()
-                .any(|s| s.area() > c.bbox.area() && overlap_fraction(&c.bbox, s) > 0.8)
+            || !shapes.iter().any(|(s, grid)| {
+                s.area() > c.bbox.area()
+                    && overlap_fraction(&c.bbox, s) > 0.8
+                    && !(*grid && off_centre(&c.bbox, s))
+            })
     });
     // Panels holding three or more shapes are containers; drop them before text labels a shape.
     drop_containers(&mut cands);
@@ -135,8 +140,15 @@ pub fn propose(
             Some(c)
         })
         .collect();
-    out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
+    // Over the cap, grid cells go first: a tiled floor's cells would otherwise crowd out the sprites on
+    // it (issue 16: the practice play field's 91 floor cells outranked its coins); a puzzle's board fits.
+    out.sort_by(|a, b| {
+        (a.source == ElementSource::Grid)
+            .cmp(&(b.source == ElementSource::Grid))
+            .then(b.confidence.total_cmp(&a.confidence))
+    });
     out.truncate(p.max_candidates);
+    out.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     out
 }
 
@@ -197,6 +209,12 @@ fn same_element(v: &Rect, a: &Rect) -> bool {
 }
 
 /// Fraction of `a`'s area that lies inside `b`.
+/// Whether `inner`'s centre lies more than a fifth of `outer`'s side from `outer`'s centre, either way.
+fn off_centre(inner: &Rect, outer: &Rect) -> bool {
+    let (i, o) = (inner.center(), outer.center());
+    (i.x - o.x).abs() * 5 > outer.w as i32 || (i.y - o.y).abs() * 5 > outer.h as i32
+}
+
 pub fn overlap_fraction(a: &Rect, b: &Rect) -> f32 {
     if a.area() == 0 {
         return 0.0;

@@ -131,18 +131,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     } else {
         let (obs, size) = gamepilot_runtime::eval::perceive_image(&args.frame)
             .with_context(|| format!("reading --frame {}", args.frame.display()))?;
-        let cfg = gamepilot_session::SessionConfig::default();
-        // Listed as `run` lists it for the demo's goal and subgoal: the focus's elements first, capped.
-        let order = gamepilot_session::relevance::model_order(
-            &obs,
-            &gamepilot_session::relevance::Focus::new(DEMO_GOAL, DEMO_SUBGOAL),
-            None,
-        );
-        let text = gamepilot_session::observation_for_model(
-            &obs.to_text_listing(&order, cfg.observation_max_elements),
-            Default::default(),
-            cfg.observation_max_bytes,
-        );
+        // Listed as `run` lists it for the demo's goal and subgoal.
+        let focus = gamepilot_session::relevance::Focus::new(DEMO_GOAL, DEMO_SUBGOAL);
+        let text = gamepilot_runtime::eval::text_for_model(&obs, &focus, &Default::default());
         println!(
             "observation: {} ({} elements, {} bytes of text)",
             args.frame.display(),
