@@ -21,6 +21,7 @@ else
 fi
 # Decisions with the default local model (issue 16): a fixed tenth of the labelled decision points, gated
 # under a floor set from measurement (docs/models.md), then the demo's success over game seeds (printed).
-echo "== eval";    target/debug/gamepilot eval --every 19 --min-accuracy "${GAMEPILOT_EVAL_FLOOR:-0.2}" --out target/eval-ci.json
-echo "== demo over seeds"; scripts/demo-seeds.sh 5
+bin="${CARGO_TARGET_DIR:-target}/debug/gamepilot"
+echo "== eval";    "$bin" eval --every 19 --min-accuracy "${GAMEPILOT_EVAL_FLOOR:-0.2}" --out "${CARGO_TARGET_DIR:-target}/eval-ci.json"
+echo "== demo over seeds"; GAMEPILOT_BIN="$bin" scripts/demo-seeds.sh 5
 echo "== trace";   cargo xtask trace | tail -n 1
