@@ -164,9 +164,14 @@ pub fn run(
             req.health,
             req.observation_max_bytes,
         );
-        let mut boxes: Vec<gamepilot_core::Rect> = observation.elements.iter().map(|e| e.bbox).collect();
-        boxes.push(gamepilot_vision::track::view_centre_box(observation.frame_size));
-        let before = previous.replace((frame.clone(), boxes));
+        // The frame (3.7 MB at 1280x720) is copied only while self-identification may still probe.
+        let before = if req.keep_frame {
+            let mut boxes: Vec<gamepilot_core::Rect> = observation.elements.iter().map(|e| e.bbox).collect();
+            boxes.push(gamepilot_vision::track::view_centre_box(observation.frame_size));
+            previous.replace((frame.clone(), boxes))
+        } else {
+            previous.take()
+        };
         if req.perceive_only {
             // Self-identification's frame after a probe hold: perceived, no model call; each element of
             // the previous frame searched for nearby in this one (issue 16).

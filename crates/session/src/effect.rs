@@ -90,6 +90,10 @@ pub struct TacticalJob {
     /// Only perceive: no model call (self-identification's frames after each probe hold, issue 16).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub perceive_only: bool,
+    /// Keep this tick's frame for a perceive-only tick that may follow (self-identification enabled and
+    /// the avatar not yet known); otherwise the tactical thread holds no copy of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_frame: bool,
     /// The goal and current subgoal: the elements they point at are listed first
     /// (`gamepilot_session::relevance::model_order`).
     #[serde(default)]

@@ -60,35 +60,54 @@ fn numbers_after(text: &str, word: &[&str]) -> Vec<u32> {
         .collect()
 }
 
-/// How strongly `text` points at this element: 4 when it names the whole label (as words), one per
-/// label word sharing a stem with a specific word of the text, 6 for a cell at a row and column the
-/// text names.
-fn score(e: &Element, cell: Option<&GridCell>, text: &str) -> u32 {
-    let mut s = 0;
-    if let Some(label) = e.label.as_deref() {
-        let label_words = words(label);
-        let text_words = words(text);
-        if !label_words.is_empty() && text_words.windows(label_words.len()).any(|w| w == label_words) {
-            s += 4;
-        }
-        let specific: Vec<&String> = text_words
+/// One focus text read once for all the elements it is matched against.
+struct FocusText {
+    words: Vec<String>,
+    /// Its words that name something (not an action verb or a function word).
+    specific: Vec<String>,
+    rows: Vec<u32>,
+    columns: Vec<u32>,
+}
+
+impl FocusText {
+    fn new(text: &str) -> FocusText {
+        let words = words(text);
+        let specific = words
             .iter()
             .filter(|w| !UNSPECIFIC.contains(&w.as_str()))
+            .cloned()
             .collect();
-        s += label_words
-            .iter()
-            .filter(|l| !UNSPECIFIC.contains(&l.as_str()))
-            .filter(|l| specific.iter().any(|w| same_stem(l, w)))
-            .count() as u32;
-    }
-    if let Some(c) = cell {
-        let rows = numbers_after(text, &["row"]);
-        let columns = numbers_after(text, &["column", "col"]);
-        if rows.contains(&c.row) && columns.contains(&c.column) {
-            s += 6;
+        FocusText {
+            words,
+            specific,
+            rows: numbers_after(text, &["row"]),
+            columns: numbers_after(text, &["column", "col"]),
         }
     }
-    s
+
+    /// How strongly this text points at an element: 4 when it names the whole label (as words), one per
+    /// label word sharing a stem with a specific word of the text, 6 for a cell at a row and column the
+    /// text names.
+    fn score(&self, e: &Element, cell: Option<&GridCell>) -> u32 {
+        let mut s = 0;
+        if let Some(label) = e.label.as_deref() {
+            let label_words = words(label);
+            if !label_words.is_empty() && self.words.windows(label_words.len()).any(|w| w == label_words) {
+                s += 4;
+            }
+            s += label_words
+                .iter()
+                .filter(|l| !UNSPECIFIC.contains(&l.as_str()))
+                .filter(|l| self.specific.iter().any(|w| same_stem(l, w)))
+                .count() as u32;
+        }
+        if let Some(c) = cell {
+            if self.rows.contains(&c.row) && self.columns.contains(&c.column) {
+                s += 6;
+            }
+        }
+        s
+    }
 }
 
 /// The elements in reading order for a small model: those the focus points at, best first (a button
@@ -97,13 +116,14 @@ fn score(e: &Element, cell: Option<&GridCell>, text: &str) -> u32 {
 /// own order.
 pub fn model_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel>) -> Vec<ElementId> {
     let cells = grid_cells(&obs.elements);
+    let (subgoal, goal) = (FocusText::new(&focus.subgoal), FocusText::new(&focus.goal));
     let mut scored: Vec<(u32, bool, usize, ElementId)> = obs
         .elements
         .iter()
         .enumerate()
         .filter_map(|(i, e)| {
             let cell = cells.iter().find(|c| c.id == e.id);
-            let s = 2 * score(e, cell, &focus.subgoal) + score(e, cell, &focus.goal);
+            let s = 2 * subgoal.score(e, cell) + goal.score(e, cell);
             let plain_text = e.source == ElementSource::Text;
             (s > 0).then_some((s, plain_text, i, e.id))
         })

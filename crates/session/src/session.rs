@@ -1066,6 +1066,7 @@ impl Session {
             generation: self.generation,
             health: self.health,
             perceive_only,
+            keep_frame: self.selfid.enabled() && self.selfid.avatar().is_none(),
             focus: crate::relevance::Focus::new(
                 self.cfg.goal.clone(),
                 self.context.plan().subgoal.as_deref().unwrap_or(""),
