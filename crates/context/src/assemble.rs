@@ -8,6 +8,7 @@ use crate::prompt::{Block, Cadence, ImagePart, Message, Part, Prompt, Role};
 use crate::research::neutralise_untrusted;
 use crate::research::ResearchExcerpt;
 use crate::schema::{Tool, ToolSet};
+use crate::tail::{changes, frame_size, is_scene_change, keyed_lines, TacticalTail};
 use crate::ContextError;
 use gamepilot_core::MonoTime;
 use std::collections::VecDeque;
@@ -32,6 +33,9 @@ pub struct ContextConfig {
     pub deliberative_past_observations: usize,
     /// Earlier observations kept between compactions (oldest dropped first).
     pub max_past_observations: usize,
+    /// Bytes a tactical prompt's append-only tail may add to its baseline before a new baseline is
+    /// drawn ([`crate::tail`]); 0 makes every tactical prompt a baseline.
+    pub tactical_tail_max_bytes: usize,
 }
 
 impl Default for ContextConfig {
@@ -46,6 +50,7 @@ impl Default for ContextConfig {
             tactical_past_observations: 0,
             deliberative_past_observations: 1,
             max_past_observations: 16,
+            tactical_tail_max_bytes: 1200,
         }
     }
 }
@@ -165,6 +170,8 @@ pub struct Context {
     pub(crate) history: Vec<HistoryEntry>,
     pub(crate) past_observations: VecDeque<ObservationText>,
     research_dropped: u64,
+    /// What the last tactical prompt sent was made of, for the next one to extend.
+    tactical_tail: Option<TacticalTail>,
 }
 
 impl Context {
@@ -194,6 +201,7 @@ impl Context {
             history: Vec::new(),
             past_observations: VecDeque::new(),
             research_dropped: 0,
+            tactical_tail: None,
         })
     }
 
@@ -321,32 +329,131 @@ impl Context {
                 self.config.deliberative_past_observations,
             ),
         };
-        let mut user = vec![
-            Part::Text {
-                block: Block::Goal,
-                text: self.goal_text.clone(),
-            },
-            Part::Text {
-                block: Block::Notes,
-                text: self.notes.render(),
-            },
-            Part::Text {
-                block: Block::Research,
-                text: self.render_research(),
-            },
-            Part::Text {
-                block: Block::Plan,
-                text: self.plan.render(),
-            },
-            Part::Text {
-                block: Block::History,
-                text: self.render_history(n_history),
-            },
-            Part::Text {
-                block: Block::Observation,
-                text: self.render_observation(observation, n_past),
-            },
+        let left = self.left_blocks(n_history, self.history.len());
+        let body = self.render_observation(observation, n_past);
+        self.prompt_of(cadence, system, &left, body, image)
+    }
+
+    /// The tactical prompt, extending the last one [`Context::commit_tactical`] recorded where it can
+    /// ([`crate::tail`]), and the tail to commit once it was sent. Without a tail, or when a new
+    /// baseline is due, the prompt is [`Context::assemble`]'s, byte for byte.
+    pub fn assemble_tactical(
+        &self,
+        observation: &ObservationText,
+        image: Option<ImagePart>,
+    ) -> (Prompt, TacticalTail) {
+        let n_history = self.config.tactical_history;
+        let tail = self
+            .tactical_tail
+            .as_ref()
+            .and_then(|prev| self.extend_tail(prev, observation))
+            .unwrap_or_else(|| TacticalTail {
+                left: self.left_blocks(n_history, self.history.len()),
+                history_in_left: self.history.len(),
+                history_told: self.history.len(),
+                body: self.render_observation(observation, self.config.tactical_past_observations),
+                frame_size: frame_size(&observation.text),
+                believed: keyed_lines(&neutralise_untrusted(observation.text.trim_end())),
+                tail_bytes: 0,
+            });
+        let prompt = self.prompt_of(
+            Cadence::Tactical,
+            &self.system_tactical,
+            &tail.left,
+            tail.body.clone(),
+            image,
+        );
+        (prompt, tail)
+    }
+
+    /// `prev` with this tick's news appended, or `None` when a new baseline is due: something left of
+    /// block 7 changed, the frame is a scene change or of another size, or the tail would outgrow its
+    /// bound.
+    fn extend_tail(&self, prev: &TacticalTail, observation: &ObservationText) -> Option<TacticalTail> {
+        if is_scene_change(&observation.text)
+            || frame_size(&observation.text) != prev.frame_size
+            || self.history.len() < prev.history_told
+            || self.left_blocks(self.config.tactical_history, prev.history_in_left) != prev.left
+        {
+            return None;
+        }
+        let mut next = prev.clone();
+        let mut added = String::new();
+        if next.tail_bytes == 0 {
+            added.push_str("\nSince then (oldest first):");
+        }
+        let mut news = false;
+        // Lines in order need no clock: the tail says what was done and what was seen, fewest tokens.
+        for e in &self.history[prev.history_told..] {
+            added.push_str(&format!("\n- did {} -> {}", e.action, e.outcome));
+            news = true;
+        }
+        let now = keyed_lines(&neutralise_untrusted(observation.text.trim_end()));
+        let seen = changes(&mut next.believed, &now);
+        if !seen.is_empty() {
+            added.push_str(&format!("\n- seen: {}", seen.join("; ")));
+            news = true;
+        }
+        if !news {
+            return Some(next);
+        }
+        if next.tail_bytes + added.len() > self.config.tactical_tail_max_bytes {
+            return None;
+        }
+        next.history_told = self.history.len();
+        next.tail_bytes += added.len();
+        next.body.push_str(&added);
+        Some(next)
+    }
+
+    /// Records the tail of the tactical prompt just sent (the host's cache now holds it).
+    pub fn commit_tactical(&mut self, tail: TacticalTail) {
+        self.tactical_tail = Some(tail);
+    }
+
+    /// The tail of the last tactical prompt sent, if any.
+    pub fn tactical_tail(&self) -> Option<&TacticalTail> {
+        self.tactical_tail.as_ref()
+    }
+
+    /// Blocks 2–6 (goal, notes, research, plan, history) with the first `upto` history entries.
+    fn left_blocks(&self, n_history: usize, upto: usize) -> Vec<String> {
+        vec![
+            self.goal_text.clone(),
+            self.notes.render(),
+            self.render_research(),
+            self.plan.render(),
+            self.render_history(n_history, upto),
+        ]
+    }
+
+    fn prompt_of(
+        &self,
+        cadence: Cadence,
+        system: &str,
+        left: &[String],
+        body: String,
+        image: Option<ImagePart>,
+    ) -> Prompt {
+        let blocks = [
+            Block::Goal,
+            Block::Notes,
+            Block::Research,
+            Block::Plan,
+            Block::History,
         ];
+        let mut user: Vec<Part> = blocks
+            .iter()
+            .zip(left)
+            .map(|(block, text)| Part::Text {
+                block: *block,
+                text: text.clone(),
+            })
+            .collect();
+        user.push(Part::Text {
+            block: Block::Observation,
+            text: body,
+        });
         if let Some(image) = image {
             user.push(Part::Image { image });
         }
@@ -357,7 +464,7 @@ impl Context {
                     role: Role::System,
                     parts: vec![Part::Text {
                         block: Block::System,
-                        text: system.clone(),
+                        text: system.to_string(),
                     }],
                 },
                 Message {
@@ -380,17 +487,18 @@ impl Context {
         out
     }
 
-    fn render_history(&self, n: usize) -> String {
+    fn render_history(&self, n: usize, upto: usize) -> String {
+        let shown = &self.history[..upto.min(self.history.len())];
         let mut out = String::from("Recent actions (oldest first):");
         if let Some(s) = &self.history_summary {
             out.push_str("\nSummary of earlier actions: ");
             out.push_str(s);
         }
-        let skip = history_window_start(self.history.len(), n);
-        if self.history.is_empty() && self.history_summary.is_none() {
+        let skip = history_window_start(shown.len(), n);
+        if shown.is_empty() && self.history_summary.is_none() {
             out.push_str("\n(none yet)");
         }
-        for e in self.history.iter().skip(skip) {
+        for e in shown.iter().skip(skip) {
             out.push_str("\n- ");
             out.push_str(&e.render(self.start));
         }
@@ -873,6 +981,118 @@ mod tests {
         assert_eq!(
             c.past_observations().last().unwrap().at,
             MonoTime::from_millis(4_000 + 35_999 * 100)
+        );
+    }
+
+    const SCENE_A: &str = "frame 1280x720 (local)\n[3] button \"Play\" at 640,360\n[7] component white square at 100,500\n[9] component yellow round at 900,500";
+
+    /// The user message as the host reads it (the chat template joins the parts this way).
+    fn user_text(p: &Prompt) -> String {
+        p.messages[1].joined_text()
+    }
+
+    #[test]
+    fn a_tactical_prompt_extends_the_last_one_sent_with_only_the_news() {
+        // FR-CTX-002, FR-CTX-001: between baselines the prompt is the previous one plus appended lines
+        let mut c = ctx();
+        let (first, tail) = c.assemble_tactical(&obs(4_000, SCENE_A), Some(image()));
+        assert_eq!(
+            first,
+            c.assemble(Cadence::Tactical, &obs(4_000, SCENE_A), Some(image()))
+        );
+        assert!(tail.is_baseline());
+        c.commit_tactical(tail);
+        c.record(HistoryEntry::new(
+            MonoTime::from_millis(4_100),
+            r#"{"action":"hold_key","key":"d","duration_ms":300}"#,
+            "confirmed",
+        ));
+        c.end_tick(obs(4_000, SCENE_A));
+        let moved = SCENE_A.replace("at 100,500", "at 160,501");
+        let (second, tail) = c.assemble_tactical(&obs(4_500, &moved), Some(image()));
+        let (a, b) = (user_text(&first), user_text(&second));
+        assert!(b.starts_with(&a), "the second prompt must extend the first:\n{b}");
+        assert_eq!(
+            &b[a.len()..],
+            "\nSince then (oldest first):\n- did {\"action\":\"hold_key\",\"key\":\"d\",\"duration_ms\":300} -> confirmed\n- seen: [7] now at 160,501"
+        );
+        assert_eq!(second.block_order().last(), Some(&Block::Image));
+        c.commit_tactical(tail.clone());
+        // Nothing new (jitter only): the same prompt, the cache serves all of it.
+        let jitter = moved.replace("at 900,500", "at 901,499");
+        let (third, same) = c.assemble_tactical(&obs(5_000, &jitter), None);
+        assert_eq!(user_text(&third), b);
+        assert_eq!(same, tail);
+        // A reader of the prompt knows the current frame: the baseline with the news applied.
+        assert_eq!(
+            crate::tail::current_listing(&b),
+            moved.lines().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_new_baseline_when_the_left_blocks_the_scene_or_the_bound_change() {
+        // FR-CTX-002: a change left of block 7 breaks the cache there anyway, so the layout starts afresh
+        let mut c = ctx();
+        let (_, tail) = c.assemble_tactical(&obs(4_000, SCENE_A), None);
+        c.commit_tactical(tail);
+        c.set_plan(Plan {
+            steps: vec![PlanStep::new("Press Play", StepStatus::Active)],
+            subgoal: Some("Press Play".into()),
+        });
+        let (p, tail) = c.assemble_tactical(&obs(4_500, SCENE_A), None);
+        assert!(tail.is_baseline());
+        assert_eq!(p, c.assemble(Cadence::Tactical, &obs(4_500, SCENE_A), None));
+        c.commit_tactical(tail);
+        // A frame of another class is news; a scene change is a new baseline.
+        let moving = SCENE_A.replace("(local)", "(motion)");
+        let (p, tail) = c.assemble_tactical(&obs(4_800, &moving), None);
+        assert!(
+            user_text(&p).ends_with("seen: frame 1280x720 (motion)"),
+            "{}",
+            user_text(&p)
+        );
+        c.commit_tactical(tail);
+        let (_, tail) = c.assemble_tactical(&obs(4_900, &SCENE_A.replace("(local)", "(scene)")), None);
+        assert!(tail.is_baseline());
+        c.commit_tactical(tail);
+        let menu = moving;
+        // And so is a tail past its bound: each tick moves the square far enough to be news.
+        let mut baselines = 0;
+        for i in 0..60u64 {
+            let text = menu.replace("at 100,500", &format!("at {},500", 100 + 10 * i));
+            c.record(HistoryEntry::new(
+                MonoTime::from_millis(5_100 + i * 500),
+                "{\"action\":\"wait\",\"duration_ms\":100}",
+                "inconclusive",
+            ));
+            let (p, tail) = c.assemble_tactical(&obs(5_400 + i * 500, &text), None);
+            assert!(tail.tail_bytes() <= c.config().tactical_tail_max_bytes);
+            assert_eq!(
+                crate::tail::current_listing(&user_text(&p)),
+                text.lines().collect::<Vec<_>>()
+            );
+            baselines += tail.is_baseline() as u32;
+            c.commit_tactical(tail);
+        }
+        assert!((3..20).contains(&baselines), "{baselines} baselines in 60 ticks");
+    }
+
+    #[test]
+    fn a_vanished_element_and_compaction_are_told_truthfully() {
+        // FR-CTX-002, FR-CTX-004: what left the listing is said; history folded away forces a baseline
+        let mut c = ctx();
+        let (_, tail) = c.assemble_tactical(&obs(4_000, SCENE_A), None);
+        c.commit_tactical(tail);
+        let gone = SCENE_A.replace("\n[9] component yellow round at 900,500", "");
+        let (p, tail) = c.assemble_tactical(&obs(4_500, &gone), None);
+        assert!(user_text(&p).ends_with("- seen: [9] no longer listed"));
+        c.commit_tactical(tail);
+        c.history.clear();
+        let (_, tail) = c.assemble_tactical(&obs(5_000, &gone), None);
+        assert!(
+            tail.is_baseline(),
+            "history shorter than what was told: start afresh"
         );
     }
 }

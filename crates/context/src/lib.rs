@@ -16,6 +16,7 @@ pub mod plan;
 pub mod prompt;
 pub mod research;
 pub mod schema;
+pub mod tail;
 pub mod validate;
 
 pub use schema::TacticalReply;
@@ -31,6 +32,7 @@ pub use schema::{
     localise_schema, parse_localise, tactical_schema, tactical_schema_in, tactical_schema_with_targets,
     SchemaLimits, Tool, ToolSet,
 };
+pub use tail::TacticalTail;
 pub use validate::validate;
 
 /// Everything that can go wrong in context logic; every variant names what was wrong.

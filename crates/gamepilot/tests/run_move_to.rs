@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 /// The `[N] component yellow … at X,Y` lines of the current observation: (mark, x, y).
 fn yellow_marks(prompt: &str) -> Vec<(u64, i64, i64)> {
-    let obs = prompt.rsplit("Current observation").next().unwrap_or(prompt);
+    let obs = gamepilot_context::tail::current_listing(prompt).join("\n");
     obs.lines()
         .filter(|l| l.contains("] component yellow "))
         .filter_map(|l| {

@@ -28,7 +28,7 @@ fn events(dir: &Path) -> Vec<Value> {
 
 /// The marks of the current observation in a tactical prompt: `[N] kind ["label"] at X,Y` (box centre).
 fn marks(prompt: &str) -> Vec<(u64, [i64; 2])> {
-    let obs = prompt.rsplit("Current observation").next().unwrap_or(prompt);
+    let obs = gamepilot_context::tail::current_listing(prompt).join("\n");
     let mut out = Vec::new();
     for line in obs.lines() {
         let Some(rest) = line.strip_prefix('[') else {

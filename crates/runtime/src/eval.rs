@@ -34,13 +34,38 @@ fn perceive_with(
     ocr: &mut impl Ocr,
     path: &Path,
 ) -> Result<(gamepilot_vision::Observation, Size), RuntimeError> {
+    perceive_next(ocr, &mut Perceiver::new(), path, MonoTime::ZERO)
+}
+
+fn perceive_next(
+    ocr: &mut impl Ocr,
+    perceiver: &mut Perceiver,
+    path: &Path,
+    at: MonoTime,
+) -> Result<(gamepilot_vision::Observation, Size), RuntimeError> {
     let frame = crate::load_image(path)?;
     let view = frame.view();
-    let mut perceiver = Perceiver::new();
     let class = perceiver.classify_view(&view).class;
     let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
-    let obs = perceiver.observe(&view, MonoTime::ZERO, class, &texts);
+    let obs = perceiver.observe(&view, at, class, &texts);
     Ok((obs, Size::new(frame.width, frame.height)))
+}
+
+/// Saved frames perceived in order by one perceiver, `step` apart, as consecutive tactical ticks see
+/// them: an element the tracker follows keeps its id from frame to frame.
+pub fn perceive_sequence(
+    paths: &[std::path::PathBuf],
+    step: std::time::Duration,
+) -> Result<Vec<(gamepilot_vision::Observation, Size)>, RuntimeError> {
+    let mut ocr = gamepilot_ocr::default_engine()?;
+    let mut perceiver = Perceiver::new();
+    let mut at = MonoTime::ZERO;
+    let mut out = Vec::with_capacity(paths.len());
+    for p in paths {
+        out.push(perceive_next(&mut ocr, &mut perceiver, p, at)?);
+        at = at.plus(step);
+    }
+    Ok(out)
 }
 
 /// The observation text a fresh `run` session's tactical call carries (no avatar known): the elements

@@ -13,6 +13,7 @@ pub mod eval;
 pub mod gpu_watch;
 pub mod guardian_handle;
 pub mod interlocks;
+pub mod model_bench;
 pub mod refine;
 pub mod reflex;
 pub mod sensor_worker;

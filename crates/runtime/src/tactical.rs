@@ -7,7 +7,7 @@ use crate::now;
 use crate::refine;
 use crate::RuntimeError;
 use gamepilot_context::{
-    localise_schema, parse_localise, tactical_schema, tactical_schema_with_targets, Cadence, ImagePart,
+    localise_schema, parse_localise, tactical_schema, tactical_schema_with_targets, ImagePart,
     ObservationText, SchemaLimits, TacticalReply, ToolSet,
 };
 use gamepilot_core::{CoordConvention, CoordSpace, ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
@@ -193,6 +193,7 @@ pub fn run(
                     latency_ms: 0.0,
                 }),
                 moves,
+                tail: None,
             };
             if tx.send(TacticalResult::seen(outcome, frame, marked)).is_err() {
                 break;
@@ -201,9 +202,9 @@ pub fn run(
         }
         let tools = &ToolSet::new(&req.tools)?;
         let call = |text: String, image: Option<ImagePart>, schema: &serde_json::Value| -> ModelCall {
-            let prompt = req
+            let (prompt, tail) = req
                 .context
-                .assemble(Cadence::Tactical, &ObservationText::new(started, text), image);
+                .assemble_tactical(&ObservationText::new(started, text), image);
             let prefix_bytes = prompt
                 .messages
                 .first()
@@ -211,6 +212,7 @@ pub fn run(
                 .unwrap_or(0);
             let chat = ChatRequest::from_prompt(&setup.model_name, &prompt, setup.max_tokens);
             ModelCall {
+                tail,
                 prompt_json: chat.body_for(setup.client.kind()),
                 prefix_bytes,
                 reply: setup.client.chat_structured(&chat, schema, &cancel),
@@ -340,6 +342,7 @@ pub fn run(
                 crop: None,
                 reply: Err(other_failure(FailureKind::Host, String::new())),
                 moves: Vec::new(),
+                tail: None,
             },
             frame,
             marked,
@@ -361,6 +364,7 @@ pub fn run(
             Ok((schema, c)) => {
                 result.prompt_json = c.prompt_json;
                 result.prefix_bytes = c.prefix_bytes;
+                result.outcome.tail = Some(c.tail);
                 let reply = match c.reply {
                     Err(e) => Err(failure_of(&e, localise.0)),
                     Ok(r) => {
@@ -451,6 +455,8 @@ impl AccessibilityFeed {
 
 /// One model call of a tactical tick.
 struct ModelCall {
+    /// The prompt's tail, committed to the session's context with the outcome.
+    tail: gamepilot_context::TacticalTail,
     prompt_json: serde_json::Value,
     prefix_bytes: u64,
     reply: Result<gamepilot_model::StructuredReply, ModelError>,
@@ -498,6 +504,7 @@ fn capture_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult 
                 format!("capture failed: {detail}"),
             )),
             moves: Vec::new(),
+            tail: None,
         },
         frame: None,
         marked: None,

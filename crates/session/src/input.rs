@@ -250,6 +250,10 @@ pub struct TacticalOutcome {
     /// this frame (its pixels found again nearby; `None`: not found), for self-identification.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<Option<(f64, f64)>>,
+    /// What the tactical prompt sent was made of, for the next one to extend (the host's cache state,
+    /// not agent memory; not recorded: a replay draws its own baselines).
+    #[serde(skip)]
+    pub tail: Option<gamepilot_context::TacticalTail>,
 }
 
 /// A schema-checked model reply.

@@ -1113,6 +1113,9 @@ impl Session {
         self.last_scene = Some(scene);
         let text = bound_text(&t.observation_text, self.cfg.observation_max_bytes);
         self.last_observation = text.clone();
+        if let Some(tail) = t.tail.clone() {
+            self.context.commit_tactical(tail);
+        }
         self.context.end_tick(ObservationText::new(t.started, text));
         let signature = observation_signature(&t.observation);
         // The suppression list is what this observation's tick says; an absent Exclude means none

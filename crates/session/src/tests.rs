@@ -138,6 +138,7 @@ fn outcome(tick: u64, obs: Observation, reply: Result<ModelReply, TacticalFailur
         crop: None,
         reply,
         moves: Vec::new(),
+        tail: None,
     }))
 }
 
@@ -952,4 +953,37 @@ fn with_one_postcondition_offered_a_repeating_plan_is_repaired_at_once() {
         "{fx:?}"
     );
     assert_eq!(s.loop_state().active_subgoal(), Some(SubgoalId(1)));
+}
+
+#[test]
+fn the_tactical_prompt_sent_is_committed_and_the_next_tick_extends_it() {
+    // FR-CTX-002, issue 16 item 3: the session keeps the tail of the prompt its tactical tick sent
+    let (mut s, adopted) = planned();
+    let job = tactical_jobs(&adopted)[0];
+    // A frame that is no scene change (a scene change is a new baseline).
+    let text = menu().to_text().replace("(scene)", "(unchanged)");
+    let (first, tail) = job
+        .context
+        .assemble_tactical(&ObservationText::new(ms(200), text.clone()), None);
+    let Input::Tactical(mut o) = outcome(job.tick, menu(), click_mark(1)) else {
+        unreachable!()
+    };
+    o.tail = Some(tail.clone());
+    let fx = s.step(Input::Tactical(o), ms(300));
+    assert_eq!(s.context().tactical_tail(), Some(&tail));
+    let id = submits(&fx)[0].0;
+    let fx = s.step(
+        Input::Evidence {
+            action: id,
+            changed: Some(true),
+        },
+        ms(600),
+    );
+    let next = tactical_jobs(&fx)[0];
+    let (second, _) = next
+        .context
+        .assemble_tactical(&ObservationText::new(ms(700), text), None);
+    let (a, b) = (first.messages[1].joined_text(), second.messages[1].joined_text());
+    assert!(b.starts_with(&a), "{b}");
+    assert!(b[a.len()..].contains("-> confirmed"), "{}", &b[a.len()..]);
 }

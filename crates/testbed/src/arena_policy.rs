@@ -72,8 +72,13 @@ pub fn arena_policy(p: ArenaPolicy) -> impl Fn(&ChatRequest) -> Reply + Send + S
     }
 }
 
-fn observation(user: &str) -> &str {
-    user.rsplit("Current observation").next().unwrap_or(user)
+/// The current frame's listing as the prompt tells it: its baseline with the tail's news applied.
+fn observation(user: &str) -> String {
+    if user.contains("Current observation") {
+        gamepilot_context::tail::current_listing(user).join("\n")
+    } else {
+        user.to_string()
+    }
 }
 
 fn plan(user: &str, schema: &Value) -> Value {
@@ -92,7 +97,7 @@ fn plan(user: &str, schema: &Value) -> Value {
         "max_actions": 40,
         "max_time_s": 240,
     });
-    let obs = observation(user);
+    let obs = &observation(user);
     if obs.contains("PRACTICE ARENA") || obs.contains("nothing observed yet") {
         let start = json!({
             "description": "Click Play to start the game",
@@ -159,7 +164,7 @@ fn next_random(st: &mut Counters) -> u64 {
 
 fn tactical(moves: ArenaMove, st: &mut Counters, user: &str, schema: &Value) -> Value {
     st.tactical += 1;
-    let obs = observation(user);
+    let obs = &observation(user);
     if obs.contains("PRACTICE ARENA") {
         // the menu: the Play button is the rect labelled Play, else the topmost rect (its label is not
         // always read while hovered)

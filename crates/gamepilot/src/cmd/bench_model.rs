@@ -3,15 +3,8 @@
 //! By default it starts llama-server with the default local model from scripts/setup-llama.sh's cache.
 
 use anyhow::Context as _;
-use gamepilot_context::{
-    tactical_schema, Cadence, Context, ContextConfig, HistoryEntry, ObservationText, Plan, PlanStep,
-    SchemaLimits, StepStatus, ToolSet,
-};
-use gamepilot_core::{ElementId, MonoTime, Size};
-use gamepilot_model::{
-    cache, CancelToken, ChatRequest, HostClient, HostTimeouts, LaunchSpec, LocalHost, VisualBudget,
-    WeightsSpec,
-};
+use gamepilot_model::{cache, HostClient, HostTimeouts, LaunchSpec, LocalHost, VisualBudget, WeightsSpec};
+use gamepilot_runtime::model_bench::{self, BenchScene};
 use gamepilot_session::eval::{percentile, sorted};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -45,11 +38,11 @@ pub struct BenchArgs {
     /// CPU threads of the started host (`run` and `demo` start theirs with 2).
     #[arg(long, default_value_t = 2)]
     pub threads: u32,
-    /// The frame whose observation every call carries, perceived once as the tactical thread does
-    /// (PP-OCR, elements, marks); the goal and plan are the demo's. Default: the practice game's play
-    /// field from the corpus.
-    #[arg(long, default_value = "corpus/frames/arena-play-0.png")]
-    pub frame: PathBuf,
+    /// The frames the calls observe, in turn, perceived in order as the tactical thread perceives
+    /// consecutive frames (PP-OCR, elements, tracked ids), walked there and back; the goal and plan are the demo's. Default:
+    /// the practice game's play field from the corpus as the avatar walks.
+    #[arg(long, num_args = 1.., default_values = ["corpus/frames/arena-play-0.png", "corpus/frames/arena-play-move-a.png", "corpus/frames/arena-play-move-b.png", "corpus/frames/arena-play-still.png"])]
+    pub frame: Vec<PathBuf>,
     /// Instead of --frame, a three-mark synthetic observation (the figure issue 16 started from).
     #[arg(long)]
     pub synthetic: bool,
@@ -57,9 +50,6 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 40)]
     pub max_tokens: u32,
 }
-
-const DEMO_GOAL: &str = "Start the game from the menu (click Play), then walk around and collect a coin.";
-const DEMO_SUBGOAL: &str = "Collect a coin";
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     anyhow::ensure!(
@@ -126,136 +116,33 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         }
     );
 
-    let real = if args.synthetic {
-        None
+    let scene = if args.synthetic {
+        BenchScene::Synthetic
     } else {
-        let (obs, size) = gamepilot_runtime::eval::perceive_image(&args.frame)
-            .with_context(|| format!("reading --frame {}", args.frame.display()))?;
-        // Listed as `run` lists it for the demo's goal and subgoal.
-        let focus = gamepilot_session::relevance::Focus::new(DEMO_GOAL, DEMO_SUBGOAL);
-        let text = gamepilot_runtime::eval::text_for_model(&obs, &focus, &Default::default());
-        println!(
-            "observation: {} ({} elements, {} bytes of text)",
-            args.frame.display(),
-            obs.elements.len(),
-            text.len()
-        );
-        let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
-        Some((text, marks, size))
+        let frames = gamepilot_runtime::eval::perceive_sequence(&args.frame, Duration::from_millis(500))
+            .context("reading --frame")?;
+        for (p, (obs, _)) in args.frame.iter().zip(&frames) {
+            println!("observation: {} ({} elements)", p.display(), obs.elements.len());
+        }
+        BenchScene::Frames(frames)
     };
-    let (tools, goal, plan) = if real.is_some() {
-        (
-            ToolSet::new(&gamepilot_session::tools_for_path(
-                Some(gamepilot_grounding::GroundingPath::Mark),
-                false,
-            ))?,
-            DEMO_GOAL,
-            Plan {
-                steps: vec![
-                    PlanStep::new(DEMO_SUBGOAL, StepStatus::Active),
-                    PlanStep::new("Keep collecting coins", StepStatus::Pending),
-                ],
-                subgoal: Some(DEMO_SUBGOAL.into()),
-            },
-        )
-    } else {
-        (
-            ToolSet::all(),
-            "Reach the exit door at the right end of the level.",
-            Plan {
-                steps: vec![
-                    PlanStep::new("Walk right along the corridor", StepStatus::Active),
-                    PlanStep::new("Open the exit door", StepStatus::Pending),
-                ],
-                subgoal: Some("Walk right along the corridor".into()),
-            },
-        )
-    };
-    let mut ctx = Context::new(
-        ContextConfig {
-            context_tokens: args.ctx,
-            ..ContextConfig::default()
-        },
-        &tools,
-        goal,
-        MonoTime::ZERO,
+    let f = model_bench::measure(
+        &client,
+        &model_name,
+        &scene,
+        args.calls,
+        args.max_tokens,
+        args.ctx,
     )?;
-    ctx.set_plan(plan);
-    let cancel = CancelToken::new();
-
-    let (mut wall, mut prompt_ms, mut predicted_ms) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut evaluated, mut completion) = (Vec::new(), Vec::new());
-    let mut last_reply = String::new();
-    let (mut cached_sum, mut prompt_sum, mut retries) = (0u64, 0u64, 0u32);
-    let mut first_wall = 0.0;
-    for i in 0..args.calls {
-        let now = MonoTime::from_millis(500 * (i as u64 + 1));
-        let (obs, marks, capture) = match &real {
-            Some((text, marks, size)) => (ObservationText::new(now, text.clone()), marks.clone(), *size),
-            None => {
-                let marks: Vec<ElementId> = [3u32, 7, 11 + (i as u32 % 3)]
-                    .into_iter()
-                    .map(ElementId)
-                    .collect();
-                let obs = ObservationText::new(
-                    now,
-                    format!(
-                        "window 1280x720\nmarks: [3] door (1180,300 60x140); [7] player ({},520 32x48); [{}] coin\nsensors: hp=100 coins={}",
-                        200 + i * 10,
-                        marks[2].0,
-                        i / 2
-                    ),
-                );
-                (obs, marks, Size::new(1280, 720))
-            }
-        };
-        let schema = tactical_schema(&tools, &marks, capture, &SchemaLimits::default())?;
-        let prompt = ctx.assemble(Cadence::Tactical, &obs, None);
-        let req = ChatRequest::from_prompt(&model_name, &prompt, args.max_tokens);
-        let t = Instant::now();
-        let r = client
-            .chat_structured(&req, &schema, &cancel)
-            .with_context(|| format!("tactical call {i}"))?;
-        let ms = t.elapsed().as_secs_f64() * 1e3;
-        retries += r.attempts - 1;
-        let timings = &r.reply.timings;
-        if i == 0 {
-            first_wall = ms;
-        } else {
-            wall.push(ms);
-            cached_sum += timings.cached_tokens.unwrap_or(0);
-            prompt_sum += timings.prompt_tokens.unwrap_or(0);
-        }
-        if let Some(p) = timings.prompt_ms {
-            prompt_ms.push(p);
-        }
-        if let Some(p) = timings.predicted_ms {
-            predicted_ms.push(p);
-        }
-        if let Some(n) = timings.prompt_evaluated {
-            evaluated.push(n as f64);
-        }
-        if let Some(n) = timings.completion_tokens {
-            completion.push(n as f64);
-        }
-        last_reply = r.value.to_string();
-        ctx.record(HistoryEntry::new(
-            now.plus(Duration::from_millis(100)),
-            r.value.to_string(),
-            "inconclusive",
-        ));
-        ctx.end_tick(obs);
-    }
+    let (first_wall, retries, last_reply, ratio) = (f.first_ms, f.retries, &f.last_reply, f.cache_ratio());
+    let (cached_sum, prompt_sum) = (f.cached_tokens, f.prompt_tokens);
+    let (wall, prompt_ms, predicted_ms) = (f.wall_ms, f.prompt_ms, f.predicted_ms);
+    let (evaluated, completion) = (f.evaluated, f.completion);
     let wall = sorted(wall);
     let prompt_ms = sorted(prompt_ms);
     let predicted_ms = sorted(predicted_ms);
     let evaluated = sorted(evaluated);
     let completion = sorted(completion);
-    let ratio = if prompt_sum > 0 {
-        cached_sum as f64 / prompt_sum as f64
-    } else {
-        f64::NAN
-    };
     println!(
         "tactical calls: {} (first, cold: {:.1} ms; {} schema retries)",
         args.calls, first_wall, retries
@@ -276,8 +163,8 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
         percentile(&completion, 0.5)
     );
     println!(
-        "  prefix-cache hit ratio: {:.3} ({} of {} prompt tokens reused)",
-        ratio, cached_sum, prompt_sum
+        "  prefix-cache hit ratio: {:.3} ({} of {} prompt tokens reused; {} new baselines)",
+        ratio, cached_sum, prompt_sum, f.baselines
     );
     println!(
         "{}",
