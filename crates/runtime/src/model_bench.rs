@@ -3,17 +3,12 @@
 //! frames in `run`'s order, each prompt extending the last one sent — timed against a real host.
 
 use crate::RuntimeError;
-use gamepilot_context::{
-    tactical_schema, Context, ContextConfig, HistoryEntry, ObservationText, Plan, PlanStep, SchemaLimits,
-    StepStatus, ToolSet,
-};
+use gamepilot_context::{tactical_schema, ObservationText, SchemaLimits};
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
+use gamepilot_session::bench_context::{BenchContext, DEMO_GOAL, DEMO_SUBGOAL};
 use gamepilot_session::relevance::Focus;
 use std::time::{Duration, Instant};
-
-pub const DEMO_GOAL: &str = "Start the game from the menu (click Play), then walk around and collect a coin.";
-pub const DEMO_SUBGOAL: &str = "Collect a coin";
 
 /// What the calls observe: perceived frames, cycled in order, or issue 16's three-mark synthetic one.
 pub enum BenchScene {
@@ -73,43 +68,7 @@ pub fn measure(
     context_tokens: u32,
 ) -> Result<BenchFigures, RuntimeError> {
     let focus = Focus::new(DEMO_GOAL, DEMO_SUBGOAL);
-    let (tools, goal, plan) = match scene {
-        BenchScene::Frames(_) => (
-            ToolSet::new(&gamepilot_session::tools_for_path(
-                Some(gamepilot_grounding::GroundingPath::Mark),
-                false,
-            ))?,
-            DEMO_GOAL,
-            Plan {
-                steps: vec![
-                    PlanStep::new(DEMO_SUBGOAL, StepStatus::Active),
-                    PlanStep::new("Keep collecting coins", StepStatus::Pending),
-                ],
-                subgoal: Some(DEMO_SUBGOAL.into()),
-            },
-        ),
-        BenchScene::Synthetic => (
-            ToolSet::all(),
-            "Reach the exit door at the right end of the level.",
-            Plan {
-                steps: vec![
-                    PlanStep::new("Walk right along the corridor", StepStatus::Active),
-                    PlanStep::new("Open the exit door", StepStatus::Pending),
-                ],
-                subgoal: Some("Walk right along the corridor".into()),
-            },
-        ),
-    };
-    let mut ctx = Context::new(
-        ContextConfig {
-            context_tokens,
-            ..ContextConfig::default()
-        },
-        &tools,
-        goal,
-        MonoTime::ZERO,
-    )?;
-    ctx.set_plan(plan);
+    let mut ctx = BenchContext::for_scene(matches!(scene, BenchScene::Synthetic), context_tokens)?;
     let cancel = CancelToken::new();
     let mut f = BenchFigures::default();
     for i in 0..calls {
@@ -135,10 +94,8 @@ pub fn measure(
             }
         };
         let obs = ObservationText::new(now, text);
-        let schema = tactical_schema(&tools, &marks, capture, &SchemaLimits::default())?;
-        let (prompt, tail) = ctx.assemble_tactical(&obs, None);
-        let baseline = tail.is_baseline();
-        ctx.commit_tactical(tail);
+        let schema = tactical_schema(ctx.tools(), &marks, capture, &SchemaLimits::default())?;
+        let (prompt, baseline) = ctx.prompt(&obs);
         let req = ChatRequest::from_prompt(model_name, &prompt, max_tokens);
         let t = Instant::now();
         let r = client.chat_structured(&req, &schema, &cancel)?;
@@ -158,12 +115,7 @@ pub fn measure(
         f.evaluated.extend(timings.prompt_evaluated.map(|n| n as f64));
         f.completion.extend(timings.completion_tokens.map(|n| n as f64));
         f.last_reply = r.value.to_string();
-        ctx.record(HistoryEntry::new(
-            now.plus(Duration::from_millis(100)),
-            r.value.to_string(),
-            "inconclusive",
-        ));
-        ctx.end_tick(obs);
+        ctx.answered(now.plus(Duration::from_millis(100)), &r.value.to_string(), obs);
     }
     Ok(f)
 }

@@ -2,6 +2,7 @@
 //! No IO, threads or clock — time is an argument — so `gamepilot replay` drives the very same decisions
 //! from a recording.
 
+pub mod bench_context;
 pub mod destructive;
 pub mod effect;
 pub mod eval;
