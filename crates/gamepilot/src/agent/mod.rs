@@ -43,6 +43,8 @@ pub struct AgentConfig {
     pub goal_check: Option<String>,
     pub sensors_src: Option<String>,
     pub client: HostClient,
+    /// The deliberative cadence's host: its own when gamepilot started the hosts, else `client`'s.
+    pub deliberative_client: HostClient,
     pub model_name: String,
     pub vision: bool,
     /// How the model answers coordinates over the image it sees (issue 15).
@@ -292,7 +294,7 @@ impl Wiring<'_> {
                         }),
                 };
                 let (client, model, post, tx, cancel) = (
-                    self.cfg.client.clone(),
+                    self.cfg.deliberative_client.clone(),
                     self.cfg.model_name.clone(),
                     self.post.clone(),
                     self.delib_tx.clone(),

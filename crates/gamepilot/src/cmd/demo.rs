@@ -79,6 +79,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (client, host) = args.model.connect()?;
     let caps = client.probe().context("probing the model host")?;
     let client = client.with_kind(caps.kind);
+    let deliberative_host = args.model.connect_deliberative()?;
+    let deliberative_client = deliberative_host
+        .as_ref()
+        .map_or_else(|| client.clone(), |(c, _)| c.clone().with_kind(caps.kind));
     // The same vision plan as `run` with its defaults: a host that sees images gets them, in its family's
     // coordinates (issue 15).
     let vision = super::run::VisionArgs::default().plan(&caps, &args.model.model_name)?;
@@ -93,6 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         goal_check: Some(args.goal_check.clone()),
         sensors_src: Some(SENSORS.to_string()),
         client,
+        deliberative_client,
         model_name: args.model.model_name.clone(),
         vision: vision.image,
         coord_convention: vision.family.convention(),
@@ -137,6 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let summary = agent::run_agent(cfg)?;
     let state = arena.state().ok();
     drop(host);
+    drop(deliberative_host);
     print_summary(&summary);
     if let Some(s) = state {
         println!(

@@ -57,6 +57,26 @@ impl ModelArgs {
                 .with_context(|| format!("model host {url} is not healthy"))?;
             return Ok((client, None));
         }
+        let (client, host) = self.start_local(timeouts, 10)?;
+        Ok((client, Some(host)))
+    }
+
+    /// The deliberative cadence's own host when gamepilot starts its hosts (issue 16 item 3): a second
+    /// llama-server at nice 19, so a tactical call never waits behind a deliberative prompt batch
+    /// (measured: tactical p95 12.1 s on one host with two slots, 5.2 s with two hosts; docs/models.md).
+    /// The weights are one mmapped file, held once in the page cache. `None` with --model-endpoint.
+    pub fn connect_deliberative(&self) -> anyhow::Result<Option<(HostClient, LocalHost)>> {
+        if self.model_endpoint.is_some() {
+            return Ok(None);
+        }
+        let timeouts = HostTimeouts {
+            connect: Duration::from_secs(2),
+            call: Duration::from_secs(self.call_timeout_s),
+        };
+        Ok(Some(self.start_local(timeouts, 19)?))
+    }
+
+    fn start_local(&self, timeouts: HostTimeouts, nice: i32) -> anyhow::Result<(HostClient, LocalHost)> {
         let spec = match (&self.model, &self.model_sha256) {
             (Some(path), Some(sha)) => WeightsSpec::new(path, sha),
             (Some(path), None) => {
@@ -68,21 +88,21 @@ impl ModelArgs {
             .llama_server
             .clone()
             .unwrap_or_else(gamepilot_model::cache::server_bin);
-        // Two slots, one per cadence: tactical and deliberative prompts differ from block 1 on, and with one
-        // slot each call would evict the other's cached prefix (FR-CTX-002). Two threads with a passive
-        // OpenMP wait policy (set by the launcher) leave the reflex thread its core when idle.
+        // One slot per host, one host per cadence: tactical and deliberative prompts differ from block 1
+        // on, and sharing a slot would evict the other's cached prefix (FR-CTX-002). Two threads with a
+        // passive OpenMP wait policy (set by the launcher) leave the reflex thread its core when idle.
         // The launcher verifies the weights and the projector before it looks for the server binary.
         let mut launch = LaunchSpec::new(bin, spec);
         launch.mmproj = match (&self.mmproj, &self.mmproj_sha256) {
             (Some(p), Some(sha)) => Some(WeightsSpec::new(p, sha)),
             _ => None,
         };
-        launch.ctx_size = 8192;
+        launch.ctx_size = 4096;
         launch.threads = self.threads;
-        launch.extra_args = vec!["--parallel".into(), "2".into()];
+        launch.nice = nice;
         let host = LocalHost::start(launch).context("starting the model host")?;
         let client = host.client(timeouts)?;
-        Ok((client, Some(host)))
+        Ok((client, host))
     }
 }
 
@@ -497,6 +517,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .probe_for(&args.model.model_name)
         .context("probing the model host")?;
     let client = client.with_kind(caps.kind);
+    let deliberative_host = args.model.connect_deliberative()?;
+    let deliberative_client = deliberative_host
+        .as_ref()
+        .map_or_else(|| client.clone(), |(c, _)| c.clone().with_kind(caps.kind));
     let vision = args.vision.plan(&caps, &args.model.model_name)?;
     let mut wiring = wiring;
     wiring
@@ -521,6 +545,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         goal_check: args.goal_check.clone(),
         sensors_src,
         client,
+        deliberative_client,
         model_name: args.model.model_name.clone(),
         vision: vision.image,
         coord_convention: vision.family.convention(),
@@ -552,6 +577,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let summary = agent::run_agent(cfg)?;
     drop(wiring.gpu);
     drop(host);
+    drop(deliberative_host);
     print_summary(&summary);
     Ok(match summary.exit_signal {
         Some(sig) => gamepilot_runtime::stop_signals::StopSignal(sig).exit_code(),
