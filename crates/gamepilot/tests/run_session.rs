@@ -132,6 +132,19 @@ fn a_denied_chord_reaches_the_next_prompt_then_a_marked_click_is_executed_verifi
         second.contains("rejected by the executor") && second.contains("denied"),
         "the denial's reason is in the model's history:\n{second}"
     );
+    // FR-CTX-002: through `run`, a tactical prompt extends the one sent before it (the tactical tail).
+    assert!(
+        chats.windows(2).any(|w| {
+            let (a, b) = (w[0].user_text(), w[1].user_text());
+            b.len() > a.len() && b.starts_with(&a) && b.contains("\nSince then (oldest first):")
+        }),
+        "some tactical prompt extends the previous one:\n{}",
+        chats
+            .iter()
+            .map(|c| c.user_text())
+            .collect::<Vec<_>>()
+            .join("\n=====\n")
+    );
     // The click on the Play mark left the menu: the game's own state says so.
     let state = arena
         .wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "play")

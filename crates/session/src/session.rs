@@ -1095,7 +1095,7 @@ impl Session {
         out.push(Effect::Record(SessionRecord::Compaction(event)));
     }
 
-    fn on_tactical(&mut self, t: TacticalOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+    fn on_tactical(&mut self, mut t: TacticalOutcome, now: MonoTime, out: &mut Vec<Effect>) {
         let generation = match self.tactical_in_flight.take() {
             Some(f) if f.tick == t.tick => f.generation,
             other => {
@@ -1113,7 +1113,7 @@ impl Session {
         self.last_scene = Some(scene);
         let text = bound_text(&t.observation_text, self.cfg.observation_max_bytes);
         self.last_observation = text.clone();
-        if let Some(tail) = t.tail.clone() {
+        if let Some(tail) = t.tail.take() {
             self.context.commit_tactical(tail);
         }
         self.context.end_tick(ObservationText::new(t.started, text));
