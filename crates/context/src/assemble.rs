@@ -385,7 +385,7 @@ impl Context {
         let mut news = false;
         // Lines in order need no clock: the tail says what was done and what was seen, fewest tokens.
         for e in &self.history[prev.history_told..] {
-            added.push_str(&format!("\n- did {} -> {}", e.action, e.outcome));
+            added.push_str(&format!("\n- did {}", e.brief()));
             news = true;
         }
         let now = keyed_lines(&neutralise_untrusted(observation.text.trim_end()));
@@ -1014,7 +1014,7 @@ mod tests {
         assert!(b.starts_with(&a), "the second prompt must extend the first:\n{b}");
         assert_eq!(
             &b[a.len()..],
-            "\nSince then (oldest first):\n- did {\"action\":\"hold_key\",\"key\":\"d\",\"duration_ms\":300} -> confirmed\n- seen: [7] now at 160,501"
+            "\nSince then (oldest first):\n- did hold_key duration_ms=300 key=d -> confirmed\n- seen: [7] now at 160,501"
         );
         assert_eq!(second.block_order().last(), Some(&Block::Image));
         c.commit_tactical(tail.clone());

@@ -22,6 +22,12 @@ impl HistoryEntry {
         }
     }
 
+    /// `click_mark mark=12 -> confirmed`: the action in [`brief_action`]'s words, for the tactical
+    /// tail, where every token is evaluated anew on each call (issue 16 item 3).
+    pub fn brief(&self) -> String {
+        format!("{} -> {}", brief_action(&self.action), self.outcome)
+    }
+
     /// `t+12.345s {"action":..} -> confirmed`, time relative to the session start.
     pub fn render(&self, session_start: MonoTime) -> String {
         let ms = self.at.as_millis().saturating_sub(session_start.as_millis());
@@ -51,6 +57,35 @@ impl ObservationText {
     }
 }
 
+/// A tool call's JSON (`{"action":"hold_key","key":"d","duration_ms":300}`) in fewer tokens:
+/// `hold_key duration_ms=300 key=d` — the tool's name, then each other field as `name=value` (a
+/// string bare when it is one word without quotes or `=`, else quoted as JSON). Anything else (a
+/// skill call written as text, JSON without an `action` name) is returned unchanged.
+pub fn brief_action(action: &str) -> String {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(action) else {
+        return action.to_string();
+    };
+    let Some(serde_json::Value::String(name)) = fields.get("action") else {
+        return action.to_string();
+    };
+    let mut out = name.clone();
+    for (key, value) in fields.iter().filter(|(k, _)| k.as_str() != "action") {
+        let text = match value {
+            serde_json::Value::String(s)
+                if !s.is_empty()
+                    && !s
+                        .chars()
+                        .any(|c| c.is_whitespace() || matches!(c, '"' | '=' | '\\')) =>
+            {
+                s.clone()
+            }
+            other => other.to_string(),
+        };
+        out.push_str(&format!(" {key}={text}"));
+    }
+    one_line(&out)
+}
+
 /// Collapses a string to one line (history lines must not be able to forge block structure).
 pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -59,6 +94,30 @@ pub(crate) fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_call_is_told_briefly_and_anything_else_unchanged() {
+        // FR-CTX-002 (issue 16 item 3): the tail's action lines cost fewer tokens than the JSON
+        let e = HistoryEntry::new(
+            MonoTime::from_millis(0),
+            r#"{"action":"hold_key","key":"d","duration_ms":300}"#,
+            "confirmed",
+        );
+        assert_eq!(e.brief(), "hold_key duration_ms=300 key=d -> confirmed");
+        assert_eq!(
+            brief_action(r#"{"action":"note","text":"the shop is north"}"#),
+            r#"note text="the shop is north""#
+        );
+        assert_eq!(
+            brief_action(r#"{"action":"key","key":"a=b"}"#),
+            r#"key key="a=b""#
+        );
+        assert_eq!(
+            brief_action("research(\"how to jump\")"),
+            "research(\"how to jump\")"
+        );
+        assert_eq!(brief_action(r#"{"mark":3}"#), r#"{"mark":3}"#);
+    }
 
     #[test]
     fn entry_renders_relative_time_on_one_line() {

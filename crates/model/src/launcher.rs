@@ -36,7 +36,7 @@ pub struct LaunchSpec {
     pub ctx_size: u32,
     /// GPU layers (`-ngl`); `Some(0)` keeps the model off the GPU; `None` leaves llama.cpp's default.
     pub gpu_layers: Option<u32>,
-    /// CPU threads (`-t`); 1 keeps a busy machine responsive (with OMP_WAIT_POLICY=passive).
+    /// CPU threads (`-t`).
     pub threads: u32,
     pub health_timeout: Duration,
     pub extra_args: Vec<String>,
@@ -62,6 +62,48 @@ impl LaunchSpec {
 }
 
 const LOG_LINES: usize = 200;
+
+/// Decoding settings gamepilot adds when the server binary knows them (issue 16 item 3), each measured
+/// on the 2-core CPU build machine with the default model (docs/models.md):
+/// - self-speculative decoding from the prompt's own n-grams: a reply such as
+///   `{"action":"click_mark","mark":12}` repeats the worked examples and the tail's action lines, so a
+///   draft of the next ten tokens looked up after the last one is verified in one batch instead of
+///   decoded one token at a time. At temperature 0 the verified reply is the one plain decoding gives;
+/// - on the CPU only (no `-ngl`), flash attention off: its CPU kernel evaluates the tactical tail more
+///   slowly at the prompt's depth.
+///
+/// Returns the flags `help` (the binary's `--help` text) lists; an older or foreign build gets none.
+pub fn decode_flags(help: &str, on_cpu: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if help.contains("--spec-ngram-simple-size-n") {
+        out.extend(
+            [
+                "--spec-type",
+                "ngram-simple",
+                "--spec-ngram-simple-size-n",
+                "1",
+                "--spec-ngram-simple-size-m",
+                "10",
+            ]
+            .map(String::from),
+        );
+    }
+    if on_cpu && help.contains("--flash-attn") {
+        out.extend(["--flash-attn", "off"].map(String::from));
+    }
+    out
+}
+
+/// The `--help` text of a server binary ("" when it cannot be run), for [`decode_flags`].
+fn help_text(server_bin: &std::path::Path) -> String {
+    Command::new(server_bin)
+        .arg("--help")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
 
 /// A running `llama-server`. Stopped on drop.
 #[derive(Debug)]
@@ -122,10 +164,14 @@ impl LocalHost {
                 detail: "no such file (run scripts/setup-llama.sh)".into(),
             });
         }
+        // On the CPU: told so (`-ngl 0`), or left to llama.cpp's default where no NVIDIA GPU answers.
+        let on_cpu =
+            spec.gpu_layers == Some(0) || (spec.gpu_layers.is_none() && crate::gpu::Nvml::open(0).is_err());
+        let decode = decode_flags(&help_text(&spec.server_bin), on_cpu);
         let mut last_err = None;
         let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
         for _ in 0..3 {
-            match Self::spawn(&spec, verified.clone(), weights.clone(), free_port()?) {
+            match Self::spawn(&spec, &decode, verified.clone(), weights.clone(), free_port()?) {
                 Ok(h) => return Ok(h),
                 // A port taken between probe and bind: try another.
                 Err(ModelError::HostExited { log, status })
@@ -143,6 +189,7 @@ impl LocalHost {
 
     fn spawn(
         spec: &LaunchSpec,
+        decode: &[String],
         verified: Vec<VerifiedWeights>,
         weights: Vec<Arc<File>>,
         port: u16,
@@ -165,8 +212,14 @@ impl LocalHost {
             cmd.args(["-ngl", &n.to_string()]);
         }
         configure_child(&mut cmd, spec.nice.clamp(0, 19), fds);
-        cmd.args(&spec.extra_args)
-            .env("OMP_WAIT_POLICY", "passive")
+        cmd.args(decode)
+            .args(&spec.extra_args)
+            // OpenMP's threads spin a bounded while between a token's operations, then sleep: a purely
+            // passive wait put a futex wake-up between every two of a token's hundreds of operations
+            // (tactical call p50 1.26 s -> 1.05 s without it, issue 16 item 3); an idle host still
+            // sleeps within a millisecond, and runs niced below the reflex thread.
+            .env_remove("OMP_WAIT_POLICY")
+            .env("GOMP_SPINCOUNT", "300000")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -405,6 +458,18 @@ fn pump(stream: impl std::io::Read + Send + 'static, log: Arc<Mutex<VecDeque<Str
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn decode_flags_are_added_only_where_the_server_lists_them() {
+        // issue 16 item 3: a build without speculative decoding or the flash-attention switch still starts
+        use super::decode_flags;
+        let modern = "  --spec-type [none|ngram-simple]\n  --spec-ngram-simple-size-n N\n  -fa, --flash-attn [on|off|auto]\n";
+        let flags = decode_flags(modern, true);
+        assert_eq!(flags[..2], ["--spec-type", "ngram-simple"]);
+        assert_eq!(flags[flags.len() - 2..], ["--flash-attn", "off"]);
+        assert!(!decode_flags(modern, false).contains(&"--flash-attn".to_string()));
+        assert!(decode_flags("usage: llama-server -m FILE\n", true).is_empty());
+    }
+
     use super::*;
 
     #[test]
@@ -466,7 +531,7 @@ mod tests {
         let evil = dir.path().join("evil");
         std::fs::write(&evil, b"GGUF\x03\x00\x00\x00 something else entirely").unwrap();
         std::fs::rename(&evil, &path).unwrap();
-        let err = LocalHost::spawn(&spec, vec![v], vec![Arc::new(f)], free_port().unwrap()).unwrap_err();
+        let err = LocalHost::spawn(&spec, &[], vec![v], vec![Arc::new(f)], free_port().unwrap()).unwrap_err();
         assert!(matches!(err, ModelError::HostExited { .. }), "{err}");
         assert_eq!(std::fs::read(&seen).unwrap(), original);
         let arg = std::fs::read_to_string(format!("{}.arg", seen.display())).unwrap();
@@ -498,7 +563,7 @@ mod tests {
         let mut spec = LaunchSpec::new(&bin, WeightsSpec::new(&path, &digest));
         spec.health_timeout = Duration::from_millis(800);
         let (v, f) = spec.model.verify_open().unwrap();
-        let err = LocalHost::spawn(&spec, vec![v], vec![Arc::new(f)], port).unwrap_err();
+        let err = LocalHost::spawn(&spec, &[], vec![v], vec![Arc::new(f)], port).unwrap_err();
         assert!(
             matches!(err, ModelError::PortTaken { port: p, .. } if p == port),
             "{err}"

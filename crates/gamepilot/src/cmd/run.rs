@@ -90,7 +90,7 @@ impl ModelArgs {
             .unwrap_or_else(gamepilot_model::cache::server_bin);
         // One slot per host, one host per cadence: tactical and deliberative prompts differ from block 1
         // on, and sharing a slot would evict the other's cached prefix (FR-CTX-002). Two threads with a
-        // passive OpenMP wait policy (set by the launcher) leave the reflex thread its core when idle.
+        // bounded OpenMP spin (set by the launcher) leave the reflex thread its core when idle.
         // The launcher verifies the weights and the projector before it looks for the server binary.
         let mut launch = LaunchSpec::new(bin, spec);
         launch.mmproj = match (&self.mmproj, &self.mmproj_sha256) {
