@@ -62,6 +62,18 @@ fn second_tactical_call_reuses_the_cached_prefix() {
     let nice: i32 = after_comm.split(' ').nth(16).unwrap().parse().unwrap();
     assert_eq!(nice, host.spec().nice, "the host's niceness ({stat})");
     assert_eq!(nice, 10);
+    // Issue 16 item 3: the server took the decode flags `decode_flags` found in its --help (a flag it
+    // refused would have stopped it): its slot decodes speculatively from the prompt's n-grams.
+    let slots: serde_json::Value = ureq::get(&format!("{}/slots", host.base_url()))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(slots[0]["speculative"], serde_json::json!(true), "{slots}");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(environ.split('\0').any(|v| v == "GOMP_SPINCOUNT=300000"));
+    assert!(!environ.contains("OMP_WAIT_POLICY="), "a passive or active wait policy leaked in");
     let client = host.client(timeouts()).unwrap();
     let mut ctx = context();
     let marks = [ElementId(3), ElementId(7)];

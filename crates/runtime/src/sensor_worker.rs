@@ -77,6 +77,9 @@ impl SensorWorker {
         let handle = std::thread::Builder::new()
             .name("gamepilot-sensor-ocr".into())
             .spawn(move || {
+                // Recognition may take a while; the reflex thread that submits to it must not wait
+                // behind it for a core (FR-LOOP-002). Any pool the reader starts inherits this.
+                crate::worker::yield_cpu_to_reflex();
                 let mut reader = match make() {
                     Ok(r) => {
                         let _ = ready_tx.send(Ok(()));
