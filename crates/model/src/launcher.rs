@@ -43,6 +43,10 @@ pub struct LaunchSpec {
     /// Niceness the host runs at (0..=19; default 10): inference yields the CPU to the agent's reflex
     /// thread, which must never wait on a model (FR-LOOP-002).
     pub nice: i32,
+    /// Prompt n-gram speculation ([`decode_flags`]; default on): for short, formulaic replies such as the
+    /// tactical cadence's. Off for free-text replies (a plan), where most drafts fail and each failed
+    /// check costs a batch of eleven tokens instead of one decode step.
+    pub speculative: bool,
 }
 
 impl LaunchSpec {
@@ -57,6 +61,7 @@ impl LaunchSpec {
             health_timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
             nice: 10,
+            speculative: true,
         }
     }
 }
@@ -73,9 +78,9 @@ const LOG_LINES: usize = 200;
 ///   slowly at the prompt's depth.
 ///
 /// Returns the flags `help` (the binary's `--help` text) lists; an older or foreign build gets none.
-pub fn decode_flags(help: &str, on_cpu: bool) -> Vec<String> {
+pub fn decode_flags(help: &str, on_cpu: bool, speculative: bool) -> Vec<String> {
     let mut out = Vec::new();
-    if help.contains("--spec-ngram-simple-size-n") {
+    if speculative && help.contains("--spec-ngram-simple-size-n") {
         out.extend(
             [
                 "--spec-type",
@@ -167,7 +172,7 @@ impl LocalHost {
         // On the CPU: told so (`-ngl 0`), or left to llama.cpp's default where no NVIDIA GPU answers.
         let on_cpu =
             spec.gpu_layers == Some(0) || (spec.gpu_layers.is_none() && crate::gpu::Nvml::open(0).is_err());
-        let decode = decode_flags(&help_text(&spec.server_bin), on_cpu);
+        let decode = decode_flags(&help_text(&spec.server_bin), on_cpu, spec.speculative);
         let mut last_err = None;
         let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
         for _ in 0..3 {
@@ -463,11 +468,12 @@ mod tests {
         // issue 16 item 3: a build without speculative decoding or the flash-attention switch still starts
         use super::decode_flags;
         let modern = "  --spec-type [none|ngram-simple]\n  --spec-ngram-simple-size-n N\n  -fa, --flash-attn [on|off|auto]\n";
-        let flags = decode_flags(modern, true);
+        let flags = decode_flags(modern, true, true);
         assert_eq!(flags[..2], ["--spec-type", "ngram-simple"]);
         assert_eq!(flags[flags.len() - 2..], ["--flash-attn", "off"]);
-        assert!(!decode_flags(modern, false).contains(&"--flash-attn".to_string()));
-        assert!(decode_flags("usage: llama-server -m FILE\n", true).is_empty());
+        assert!(!decode_flags(modern, false, true).contains(&"--flash-attn".to_string()));
+        assert_eq!(decode_flags(modern, true, false), ["--flash-attn", "off"]);
+        assert!(decode_flags("usage: llama-server -m FILE\n", true, true).is_empty());
     }
 
     use super::*;

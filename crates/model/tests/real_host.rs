@@ -73,7 +73,10 @@ fn second_tactical_call_reuses_the_cached_prefix() {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     let environ = String::from_utf8_lossy(&environ);
     assert!(environ.split('\0').any(|v| v == "GOMP_SPINCOUNT=300000"));
-    assert!(!environ.contains("OMP_WAIT_POLICY="), "a passive or active wait policy leaked in");
+    assert!(
+        !environ.contains("OMP_WAIT_POLICY="),
+        "a passive or active wait policy leaked in"
+    );
     let client = host.client(timeouts()).unwrap();
     let mut ctx = context();
     let marks = [ElementId(3), ElementId(7)];

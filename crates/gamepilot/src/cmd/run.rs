@@ -57,7 +57,7 @@ impl ModelArgs {
                 .with_context(|| format!("model host {url} is not healthy"))?;
             return Ok((client, None));
         }
-        let (client, host) = self.start_local(timeouts, 10)?;
+        let (client, host) = self.start_local(timeouts, 10, true)?;
         Ok((client, Some(host)))
     }
 
@@ -73,10 +73,16 @@ impl ModelArgs {
             connect: Duration::from_secs(2),
             call: Duration::from_secs(self.call_timeout_s),
         };
-        Ok(Some(self.start_local(timeouts, 19)?))
+        Ok(Some(self.start_local(timeouts, 19, false)?))
     }
 
-    fn start_local(&self, timeouts: HostTimeouts, nice: i32) -> anyhow::Result<(HostClient, LocalHost)> {
+    /// A started host; `speculative` for the tactical one only (short formulaic replies, docs/models.md).
+    fn start_local(
+        &self,
+        timeouts: HostTimeouts,
+        nice: i32,
+        speculative: bool,
+    ) -> anyhow::Result<(HostClient, LocalHost)> {
         let spec = match (&self.model, &self.model_sha256) {
             (Some(path), Some(sha)) => WeightsSpec::new(path, sha),
             (Some(path), None) => {
@@ -100,6 +106,7 @@ impl ModelArgs {
         launch.ctx_size = 4096;
         launch.threads = self.threads;
         launch.nice = nice;
+        launch.speculative = speculative;
         let host = LocalHost::start(launch).context("starting the model host")?;
         let client = host.client(timeouts)?;
         Ok((client, host))
