@@ -74,8 +74,8 @@ const LOG_LINES: usize = 200;
 ///   `{"action":"click_mark","mark":12}` repeats the worked examples and the tail's action lines, so a
 ///   draft of the next ten tokens looked up after the last one is verified in one batch instead of
 ///   decoded one token at a time. At temperature 0 the verified reply is the one plain decoding gives;
-/// - on the CPU only (no `-ngl`), flash attention off: its CPU kernel evaluates the tactical tail more
-///   slowly at the prompt's depth.
+/// - on the CPU only (`-ngl 0`, or no NVIDIA GPU answering), flash attention off: its CPU kernel
+///   evaluates the tactical tail more slowly at the prompt's depth.
 ///
 /// Returns the flags `help` (the binary's `--help` text) lists; an older or foreign build gets none.
 pub fn decode_flags(help: &str, on_cpu: bool, speculative: bool) -> Vec<String> {
@@ -463,10 +463,11 @@ fn pump(stream: impl std::io::Read + Send + 'static, log: Arc<Mutex<VecDeque<Str
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn decode_flags_are_added_only_where_the_server_lists_them() {
         // issue 16 item 3: a build without speculative decoding or the flash-attention switch still starts
-        use super::decode_flags;
         let modern = "  --spec-type [none|ngram-simple]\n  --spec-ngram-simple-size-n N\n  -fa, --flash-attn [on|off|auto]\n";
         let flags = decode_flags(modern, true, true);
         assert_eq!(flags[..2], ["--spec-type", "ngram-simple"]);
@@ -475,8 +476,6 @@ mod tests {
         assert_eq!(decode_flags(modern, true, false), ["--flash-attn", "off"]);
         assert!(decode_flags("usage: llama-server -m FILE\n", true, true).is_empty());
     }
-
-    use super::*;
 
     #[test]
     fn unverified_weights_never_reach_the_binary() {
