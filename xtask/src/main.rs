@@ -7,7 +7,7 @@ mod trace;
 
 use std::path::PathBuf;
 
-fn repo_root() -> PathBuf {
+pub fn repo_root() -> PathBuf {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     here.parent().map(|p| p.to_path_buf()).unwrap_or(here)
 }

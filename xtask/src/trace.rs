@@ -44,18 +44,21 @@ struct Citation {
     test: Option<String>,
 }
 
-fn spec_dir(root: &Path, args: &[String]) -> PathBuf {
+/// The repository's own list of requirement ids (one summary line each), which the trace reads by default so
+/// that a clone with nothing beside it can run it.
+const REQUIREMENTS_LIST: &str = "docs/requirements.md";
+
+/// A specification directory to read instead of the in-repository list: `--spec DIR` or `GAMEPILOT_SPEC`.
+fn spec_dir(args: &[String]) -> Option<PathBuf> {
     if let Some(i) = args.iter().position(|a| a == "--spec") {
         if let Some(d) = args.get(i + 1) {
-            return PathBuf::from(d);
+            return Some(PathBuf::from(d));
         }
     }
-    std::env::var("GAMEPILOT_SPEC")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("../shared/spec"))
+    std::env::var("GAMEPILOT_SPEC").ok().map(PathBuf::from)
 }
 
-/// The "verified by" column of requirements.md, keyed by id.
+/// The "verified by" column (the table's last cell) of a requirements table, keyed by id.
 fn methods(spec: &str) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for line in spec.lines() {
@@ -72,30 +75,49 @@ fn methods(spec: &str) -> BTreeMap<String, String> {
     m
 }
 
-pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
-    let dir = spec_dir(root, args);
-    let mut spec_ids: Vec<String> = Vec::new();
+/// Every id the markdown files hold, sorted and unique, with the verification methods of the file named
+/// `requirements.md` among them.
+fn read_ids(files: &[PathBuf]) -> anyhow::Result<(Vec<String>, BTreeMap<String, String>)> {
+    let mut ids: Vec<String> = Vec::new();
     let mut verified_by = BTreeMap::new();
-    let rd = std::fs::read_dir(&dir)
-        .map_err(|e| anyhow::anyhow!("cannot read spec dir {}: {e}", dir.display()))?;
+    for f in files {
+        let text =
+            std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
+        if f.file_name().is_some_and(|n| n == "requirements.md") {
+            verified_by = methods(&text);
+        }
+        for id in find_ids(&text) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids.sort();
+    Ok((ids, verified_by))
+}
+
+fn markdown_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let rd =
+        std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("cannot read spec dir {}: {e}", dir.display()))?;
     let mut files: Vec<PathBuf> = rd
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
     files.sort();
-    for f in files {
-        let text = std::fs::read_to_string(&f)?;
-        if f.file_name().is_some_and(|n| n == "requirements.md") {
-            verified_by = methods(&text);
+    Ok(files)
+}
+
+pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
+    let listed = read_ids(&[root.join(REQUIREMENTS_LIST)])?;
+    let (spec_ids, verified_by, unlisted) = match spec_dir(args) {
+        None => (listed.0, listed.1, Vec::new()),
+        Some(dir) => {
+            let (ids, methods) = read_ids(&markdown_files(&dir)?)?;
+            let unlisted: Vec<String> = ids.iter().filter(|id| !listed.0.contains(id)).cloned().collect();
+            (ids, methods, unlisted)
         }
-        for id in find_ids(&text) {
-            if !spec_ids.contains(&id) {
-                spec_ids.push(id);
-            }
-        }
-    }
-    spec_ids.sort();
+    };
     let mut cites: BTreeMap<String, Vec<Citation>> = BTreeMap::new();
     for top in ["crates", "xtask", "fuzz"] {
         for f in crate::rust_files(&root.join(top)) {
@@ -181,16 +203,34 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<i32> {
             }
         );
     }
+    if !unlisted.is_empty() {
+        println!(
+            "\n{} ids of the specification are missing from {REQUIREMENTS_LIST}: {}",
+            unlisted.len(),
+            unlisted.join(", ")
+        );
+    }
     println!(
         "\n{proven} of {} requirement ids are cited by at least one test",
         spec_ids.len()
     );
-    Ok(0)
+    Ok(if unlisted.is_empty() { 0 } else { 1 })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_repository_lists_ids_with_their_methods() {
+        let root = crate::repo_root();
+        let (ids, methods) = read_ids(&[root.join(REQUIREMENTS_LIST)]).unwrap();
+        assert!(ids.len() >= 70, "only {} ids listed", ids.len());
+        assert!(
+            ids.iter().all(|id| methods.contains_key(id)),
+            "an id without a method"
+        );
+    }
 
     #[test]
     fn finds_ids_with_boundaries() {
