@@ -17,10 +17,15 @@ suite_start=$SECONDS
 step_times=()
 current_step=""
 setup_pid=""
+kill_tree() {
+    local child
+    for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+    kill "$1" 2>/dev/null || true
+}
 print_times() {
     local status=$?
     # A step failed while the model host was still building: do not leave the build behind.
-    [ -n "$setup_pid" ] && kill -- -"$setup_pid" 2>/dev/null
+    [ -n "$setup_pid" ] && kill_tree "$setup_pid"
     [ -n "$current_step" ] && step_times+=("$(printf '%-26s %5d s  (failed)' "$current_step" $((SECONDS - step_start)))")
     echo "== step times"
     printf '  %s\n' "${step_times[@]}"
@@ -44,9 +49,10 @@ mkdir -p "$logs"
 step "OCR models" scripts/setup-ocr.sh
 
 # llama.cpp's build (minutes of C++) and the model downloads run beside the Rust build, a little below it in
-# priority so the Rust steps, which gate everything after them, keep the cores they ask for.
+# priority so the Rust steps, which gate everything after them, keep the cores they ask for. (It stays in this
+# shell's session: the scheduler weighs nice values only within one session's group.)
 setup_start=$SECONDS
-setsid nice -n 5 scripts/setup-llama.sh >"$logs/setup-llama.log" 2>&1 &
+nice -n 5 scripts/setup-llama.sh >"$logs/setup-llama.log" 2>&1 &
 setup_pid=$!
 wait_for_model_host() {
     local pid=$setup_pid
