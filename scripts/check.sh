@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR=never
 start=$SECONDS
+# Some unit tests read real frames through the pinned OCR models (seconds, idempotent).
+scripts/setup-ocr.sh >/dev/null
 echo "== fmt";        cargo fmt --all -- --check
 echo "== clippy";     cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== xtask lint"; cargo xtask lint

@@ -35,6 +35,25 @@ pub const DEFAULT_DENIED: &[&str] = &[
     "alt+Tab",
     "ctrl+q",
     "ctrl+w",
+    // Desktop shortcuts: they act on the desktop, not the game (menus, run dialogues, terminals, window
+    // menus and moves, workspaces, the screen lock). Super in any chord is denied by Super_L above.
+    "alt+F1",
+    "alt+F2",
+    "alt+F3",
+    "alt+F7",
+    "alt+F8",
+    "alt+F10",
+    "alt+space",
+    "alt+Escape",
+    "ctrl+Escape",
+    "ctrl+alt+t",
+    "ctrl+alt+l",
+    "ctrl+alt+d",
+    "ctrl+alt+Tab",
+    "ctrl+alt+Left",
+    "ctrl+alt+Right",
+    "ctrl+alt+Up",
+    "ctrl+alt+Down",
 ];
 
 /// Map a keysym to the form used for comparisons: right-hand modifiers become left-hand ones and
@@ -213,6 +232,22 @@ mod tests {
         assert!(d.matching(keys("w")).is_none());
         assert!(d.matching(keys("ctrl+s")).is_none());
         assert!(d.matching(keys("F4")).is_none());
+        // Desktop shortcuts: run dialogue, window menu, start menu, a terminal, super combinations.
+        for chord in [
+            "alt+F2",
+            "alt+space",
+            "ctrl+Escape",
+            "ctrl+alt+t",
+            "Super_L+d",
+            "ctrl+alt+Right",
+        ] {
+            assert!(d.matching(keys(chord)).is_some(), "{chord} is denied");
+        }
+        assert!(d.matching(keys("space")).is_none(), "a plain space is the game's");
+        assert!(
+            d.matching(keys("Escape")).is_none(),
+            "a plain Escape is the game's"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod agent;
 mod cmd;
 
 use clap::{Parser, Subcommand};
+use gamepilot_runtime::say_err;
 
 /// gamepilot — a local agent that plays a game through its window.
 #[derive(Parser)]
@@ -75,7 +76,7 @@ fn main() {
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gamepilot: error: {e:#}");
+            say_err!("gamepilot: error: {e:#}");
             1
         }
     };

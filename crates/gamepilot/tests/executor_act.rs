@@ -453,3 +453,32 @@ fn click_travels_a_path_and_activates_a_hover_sensitive_button() {
         "the click was not debounced or dropped for lack of hover"
     );
 }
+
+#[test]
+fn focus_on_the_root_window_is_not_the_games() {
+    // INV-ACT-001: with the focus on the root, keys reach whatever is under the pointer, not the game
+    use x11rb::connection::Connection as _;
+    use x11rb::protocol::xproto::{ConnectionExt as _, InputFocus};
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &play(9)).unwrap();
+    let x = bed.x11().unwrap();
+    assert!(
+        x.is_foreground(arena.window.id).unwrap(),
+        "the game starts in front"
+    );
+    // The window manager would hand the focus back at once: the server is grabbed while the guard reads.
+    x.conn.grab_server().unwrap();
+    x.conn
+        .set_input_focus(InputFocus::POINTER_ROOT, x.root, x11rb::CURRENT_TIME)
+        .unwrap();
+    assert_eq!(x.input_focus().unwrap(), x.root);
+    let on_root = x.is_foreground(arena.window.id).unwrap();
+    x.conn
+        .set_input_focus(InputFocus::POINTER_ROOT, x11rb::NONE, x11rb::CURRENT_TIME)
+        .unwrap();
+    let on_none = x.is_foreground(arena.window.id).unwrap();
+    x.conn.ungrab_server().unwrap();
+    x.conn.flush().unwrap();
+    assert!(!on_root, "root focus is the desktop's");
+    assert!(!on_none, "no focus is nobody's");
+}

@@ -13,6 +13,7 @@ mod common;
 use common::{run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
+use sha2::Digest as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -60,6 +61,17 @@ fn start(window: Option<u32>, env: &[(&str, &str)]) -> Run {
 }
 
 fn start_on(bed: TestBed, arena: Option<Arena>, window: Option<u32>, env: &[(&str, &str)]) -> Run {
+    start_with(bed, arena, window, env, false)
+}
+
+/// `piped`: standard output and error are pipes the test holds (and may close), not the log file.
+fn start_with(
+    bed: TestBed,
+    arena: Option<Arena>,
+    window: Option<u32>,
+    env: &[(&str, &str)],
+    piped: bool,
+) -> Run {
     let host = holding_host();
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("session");
@@ -74,11 +86,12 @@ fn start_on(bed: TestBed, arena: Option<Arena>, window: Option<u32>, env: &[(&st
         grounding: "mark",
     };
     let mut c = run_command(&bed.display, id, &host.base_url(), &spec, &rec);
-    c.envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .process_group(0);
+    c.envs(env.iter().copied()).stdin(Stdio::null()).process_group(0);
+    if piped {
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    } else {
+        c.stdout(log.try_clone().unwrap()).stderr(log);
+    }
     let child = c.spawn().unwrap();
     Run {
         bed,
@@ -299,6 +312,218 @@ fn sigterm_stops_the_session_cleanly() {
 fn sighup_stops_the_session_cleanly() {
     // issue 14, FR-ACT-001, INV-SAFE-002
     clean_stop_on(libc::SIGHUP, "SIGHUP", 129);
+}
+
+#[test]
+fn a_closed_terminal_loses_neither_the_run_nor_its_recording() {
+    // FR-SAFE-003, INV-SAFE-002: the terminal closes (writes fail: EPIPE here, EIO on a tty), then its
+    // SIGHUP arrives; the status lines fail silently and the stop is clean, named and recorded.
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
+    let mut r = start_with(bed, Some(arena), None, &[], true);
+    r.wait_holding();
+    drop(r.child.stdout.take());
+    drop(r.child.stderr.take());
+    // Long enough for a status line (every 500 ms) to meet the closed pipe.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(
+        r.child.try_wait().unwrap().is_none(),
+        "still running with its terminal gone"
+    );
+    r.signal(libc::SIGHUP);
+    let (status, _) = r.wait_exit(Duration::from_secs(10));
+    assert_eq!(
+        status.code(),
+        Some(129),
+        "a clean stop by SIGHUP, not a panic's 101"
+    );
+    assert!(r.recording_reads(), "the recording ends with session_end");
+    assert!(r.stop_reason().contains("SIGHUP"), "{}", r.stop_reason());
+    assert!(!r.held());
+}
+
+#[test]
+fn timeouts_sigterm_to_the_process_and_its_group_is_one_clean_stop() {
+    // FR-SAFE-003, INV-SAFE-002: `timeout 40 gamepilot run …` signals the child, then its process group
+    let mut r = start(None, &[]);
+    r.wait_holding();
+    r.signal(libc::SIGTERM);
+    r.signal_group(libc::SIGTERM);
+    let (status, stopped) = r.wait_exit(Duration::from_secs(10));
+    let out = r.output();
+    assert_eq!(status.code(), Some(143), "{out}");
+    assert!(
+        out.contains("session stopped: Stopped (signal SIGTERM)"),
+        "a clean stop: {out}"
+    );
+    assert!(r.recording_reads(), "the recording ends with session_end");
+    assert!(!r.held());
+    eprintln!("figures: SIGTERM to the process and its group: exited {stopped:?} after, cleanly");
+}
+
+#[test]
+fn a_frozen_guardian_is_noticed_and_the_core_disarms_named() {
+    // FR-SAFE-003: a stopped guardian still exists as a process but would release nothing after a crash
+    let mut r = start(None, &[]);
+    r.wait_holding();
+    let guardian = r.guardian_pid();
+    kill(guardian as i32, libc::SIGSTOP);
+    let t0 = Instant::now();
+    let released = r.released_within(Duration::from_secs(3));
+    let (status, stopped) = r.wait_exit(Duration::from_secs(10));
+    kill(guardian as i32, libc::SIGCONT);
+    let out = r.output();
+    assert_eq!(status.code(), Some(4), "{out}");
+    assert!(r.recording_reads());
+    let reason = r.stop_reason();
+    assert!(
+        reason.contains("guardian_gone") && reason.contains("heartbeat"),
+        "the stale heartbeat is named: {reason}"
+    );
+    assert!(!r.held());
+    eprintln!(
+        "figures: guardian stopped: released {released:?}, run exited {:?} after the SIGSTOP",
+        t0.elapsed().max(stopped)
+    );
+}
+
+#[test]
+fn a_reflex_that_never_returns_cannot_hang_the_stop() {
+    // FR-SAFE-003, FR-ACT-001: the stop is bounded, named, recorded; the guardian releases at the exit
+    let mut r = start(None, &[("GAMEPILOT_FAULT", "reflex-block@1")]);
+    r.wait_holding();
+    let t0 = Instant::now();
+    r.signal(libc::SIGINT);
+    let (status, _) = r.wait_exit(Duration::from_secs(8));
+    let exited = t0.elapsed();
+    let released = r.released_within(Duration::from_secs(2));
+    let out = r.output();
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("the reflex thread did not stop within 2 s"),
+        "named: {out}"
+    );
+    assert!(exited < Duration::from_secs(5), "bounded: {exited:?}");
+    assert!(r.recording_reads(), "the recording ends with session_end");
+    eprintln!("figures: blocked reflex: run exited {exited:?} after SIGINT, released {released:?} after");
+}
+
+#[test]
+fn without_working_ocr_run_refuses_to_start_named() {
+    // FR-SAFE-005: without screen text the destructive-action hold is blind; nothing may be sent
+    let empty = tempfile::tempdir().unwrap();
+    let mut r = start(None, &[("GAMEPILOT_OCR_DIR", empty.path().to_str().unwrap())]);
+    let (status, _) = r.wait_exit(Duration::from_secs(20));
+    let out = r.output();
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("OCR does not work") && out.contains("det.onnx"),
+        "named: {out}"
+    );
+    assert!(!r.held());
+    let presses = r.arena.as_ref().unwrap().request_dump().unwrap()["key_events"].clone();
+    assert!(
+        presses.as_object().is_none_or(|m| m.is_empty()),
+        "nothing reached the game: {presses}"
+    );
+}
+
+#[test]
+fn ctrl_c_while_the_model_host_starts_ends_the_run_named_and_the_host_with_it() {
+    // FR-SAFE-003: a signal at any moment ends `run` within 2 s, named (128 + n), never "host exited"
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A host that never becomes ready, as a large model loading; it says which process it is.
+    let pid_file = dir.path().join("host.pid");
+    let server = dir.path().join("slow-server");
+    std::fs::write(
+        &server,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --help ] && exit 0\necho $$ > {}\nexec sleep 600\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&server, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let weights = dir.path().join("model.gguf");
+    std::fs::write(&weights, b"GGUF weights").unwrap();
+    let sha: String = sha2::Sha256::digest(b"GGUF weights")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let spec = RunSpec {
+        goal: "Walk right.",
+        goal_check: "coins >= 99",
+        max_actions: 5,
+        budget_s: 60,
+        grounding: "mark",
+    };
+    let out = dir.path().join("run.out");
+    let log = std::fs::File::create(&out).unwrap();
+    let mut child = run_command(
+        &bed.display,
+        arena.window.id,
+        "",
+        &spec,
+        &dir.path().join("session"),
+    )
+    .arg("--llama-server")
+    .arg(&server)
+    .arg("--model")
+    .arg(&weights)
+    .args(["--model-sha256", &sha])
+    .stdin(Stdio::null())
+    .stdout(log.try_clone().unwrap())
+    .stderr(log)
+    .process_group(0)
+    .spawn()
+    .unwrap();
+    let t0 = Instant::now();
+    let host_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "the host never started");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{}",
+            std::fs::read_to_string(&out).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Ctrl+C: the terminal signals the whole foreground process group.
+    let signalled = Instant::now();
+    kill(-(child.id() as i32), libc::SIGINT);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(signalled.elapsed() < Duration::from_secs(10), "run did not exit");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let exited = signalled.elapsed();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(exited < Duration::from_secs(2), "within 2 s: {exited:?}");
+    assert!(
+        text.contains("Stopped (signal SIGINT) during start-up"),
+        "named: {text}"
+    );
+    let gone = Instant::now();
+    while std::path::Path::new(&format!("/proc/{host_pid}/cmdline")).exists()
+        && std::fs::read_to_string(format!("/proc/{host_pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+    {
+        assert!(
+            gone.elapsed() < Duration::from_secs(2),
+            "the host outlived the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!("figures: SIGINT while the host starts: run exited {exited:?} after it, code 130");
 }
 
 #[test]

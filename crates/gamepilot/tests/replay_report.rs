@@ -108,3 +108,27 @@ fn report_writes_self_contained_html() {
     assert_eq!(code, 0);
     assert!(dir.join("report.html").is_file());
 }
+
+#[test]
+fn report_never_writes_through_a_link_in_the_recording() {
+    // FR-LOOP-005: a recording is untrusted; its report.html may point at a file of the user's
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    copy_dir(&fixture("suppressed"), &dir);
+    let victim = tmp.path().join("bashrc");
+    std::fs::write(&victim, "export PATH=keep\n").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("report.html")).unwrap();
+    let (code, out, err) = gamepilot(&["report", dir.to_str().unwrap()]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("symlink"), "named: {err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "export PATH=keep\n");
+    // A hard link is replaced by the new report, the file it shared bytes with left as it was.
+    std::fs::remove_file(dir.join("report.html")).unwrap();
+    std::fs::hard_link(&victim, dir.join("report.html")).unwrap();
+    let (code, out, err) = gamepilot(&["report", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "export PATH=keep\n");
+    assert!(std::fs::read_to_string(dir.join("report.html"))
+        .unwrap()
+        .contains("<html"));
+}

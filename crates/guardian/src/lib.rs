@@ -288,6 +288,7 @@ impl Guardian {
             x11.flush()?;
         }
         let pidfd = pidfd_open(opts.core_pid);
+        shm.guardian_beat(monotonic_us());
         shm.set_guardian_ready();
         Ok(Guardian {
             opts,
@@ -374,6 +375,7 @@ impl Guardian {
 
     /// One pass: wait up to `wait` for events, then act. Returns `Some` when the guardian should exit.
     pub fn step(&mut self, wait: Duration) -> Result<Option<GuardianExit>, GuardianError> {
+        self.shm.guardian_beat(monotonic_us());
         if let Some(exit) = self.check_signals()? {
             return Ok(Some(exit));
         }

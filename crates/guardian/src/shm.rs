@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const SIZE: usize = 4096;
 const MAGIC: u32 = 0x4750_4744; // "GPGD"
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 pub const MAX_KEYS: usize = 64;
 pub const MAX_BUTTONS: usize = 16;
 
@@ -30,6 +30,7 @@ const OFF_BUTTONS: usize = OFF_KEYS + 4 * MAX_KEYS;
 const OFF_RELEASES: usize = OFF_BUTTONS + 4 * MAX_BUTTONS;
 const OFF_LAST_REASON: usize = OFF_RELEASES + 4;
 const OFF_LAST_RELEASE_US: usize = OFF_LAST_REASON + 4;
+const OFF_GUARDIAN_BEAT: usize = OFF_LAST_RELEASE_US + 8;
 
 /// Why the halt flag was set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -216,6 +217,16 @@ impl SharedState {
 
     pub fn heartbeat_us(&self) -> u64 {
         self.u64(OFF_HEARTBEAT).load(Ordering::SeqCst)
+    }
+
+    /// The guardian's own heartbeat, written every pass of its loop: a guardian that is stopped or hung
+    /// still exists as a process, and only this says it no longer watches.
+    pub fn guardian_beat(&self, now_us: u64) {
+        self.u64(OFF_GUARDIAN_BEAT).store(now_us, Ordering::SeqCst);
+    }
+
+    pub fn guardian_beat_us(&self) -> u64 {
+        self.u64(OFF_GUARDIAN_BEAT).load(Ordering::SeqCst)
     }
 
     /// The held set as last published (keysyms, buttons). Retries while a write is in progress.

@@ -19,3 +19,10 @@ impl CancelToken {
         self.0.load(Ordering::SeqCst)
     }
 }
+
+/// Two tokens are equal when they are the same token (clones of one another).
+impl PartialEq for CancelToken {
+    fn eq(&self, other: &CancelToken) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}

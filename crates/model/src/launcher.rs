@@ -14,6 +14,7 @@
 //! - it loads the bytes that were verified: the weights are hashed through one open descriptor, which the
 //!   child inherits and opens as `/proc/self/fd/N`; a file replaced on disk after the check is not loaded.
 
+use crate::cancel::CancelToken;
 use crate::client::{HostClient, HostTimeouts};
 use crate::weights::{VerifiedWeights, WeightsSpec};
 use crate::ModelError;
@@ -47,6 +48,9 @@ pub struct LaunchSpec {
     /// tactical cadence's. Off for free-text replies (a plan), where most drafts fail and each failed
     /// check costs a batch of eleven tokens instead of one decode step.
     pub speculative: bool,
+    /// Read while the host starts (loading a model takes seconds to a minute): once cancelled (by a stop
+    /// signal, say), the host is stopped and [`ModelError::StartCancelled`] returned.
+    pub cancel: CancelToken,
 }
 
 impl LaunchSpec {
@@ -62,6 +66,7 @@ impl LaunchSpec {
             extra_args: Vec::new(),
             nice: 10,
             speculative: true,
+            cancel: CancelToken::new(),
         }
     }
 }
@@ -176,6 +181,9 @@ impl LocalHost {
         let mut last_err = None;
         let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
         for _ in 0..3 {
+            if spec.cancel.is_cancelled() {
+                return Err(ModelError::StartCancelled);
+            }
             match Self::spawn(&spec, &decode, verified.clone(), weights.clone(), free_port()?) {
                 Ok(h) => return Ok(h),
                 // A port taken between probe and bind: try another.
@@ -217,6 +225,9 @@ impl LocalHost {
             cmd.args(["-ngl", &n.to_string()]);
         }
         configure_child(&mut cmd, spec.nice.clamp(0, 19), fds);
+        // Its own process group: the terminal's Ctrl+C is the agent's to act on (stop, then stop the host);
+        // the host still ends with the agent (PR_SET_PDEATHSIG below).
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         cmd.args(decode)
             .args(&spec.extra_args)
             // OpenMP's threads spin a bounded while between a token's operations, then sleep: a purely
@@ -259,6 +270,11 @@ impl LocalHost {
         let started = Instant::now();
         let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(250));
         loop {
+            // Read first: a Ctrl+C that also reached the host must be the stop it is, not "host exited".
+            if self.spec.cancel.is_cancelled() {
+                self.stop();
+                return Err(ModelError::StartCancelled);
+            }
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
                     // Let the log pumps drain.

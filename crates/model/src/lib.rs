@@ -85,6 +85,8 @@ pub enum ModelError {
     HostExited { status: String, log: String },
     #[error("model host did not become healthy within {timeout_ms} ms; last log lines:\n{log}")]
     HealthTimeout { timeout_ms: u64, log: String },
+    #[error("stopped while the model host was starting")]
+    StartCancelled,
     #[error(
         "port {port} answered /health, but not from the model host gamepilot started; last log lines:\n{log}"
     )]

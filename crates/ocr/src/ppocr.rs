@@ -152,9 +152,11 @@ fn ort_err(what: &str) -> impl Fn(ort::Error) -> OcrError + '_ {
     move |e| OcrError::Runtime(format!("{what}: {e}"))
 }
 
+/// A session over a model's verified bytes (never re-read from its path).
 fn session(
     env: &ort::environment::Environment,
     path: &std::path::Path,
+    bytes: &[u8],
     threads: usize,
 ) -> Result<Session, OcrError> {
     let what = path.display().to_string();
@@ -162,7 +164,7 @@ fn session(
     let mut b = b
         .with_intra_threads(threads)
         .map_err(|e| OcrError::Runtime(format!("{what}: {e}")))?;
-    b.commit_from_file(path).map_err(ort_err(&what))
+    b.commit_from_memory(bytes).map_err(ort_err(&what))
 }
 
 impl PpOcr {
@@ -178,8 +180,8 @@ impl PpOcr {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().min(4))
             .unwrap_or(2);
-        let det = session(env, &files.det, threads)?;
-        let rec = session(env, &files.rec, threads)?;
+        let det = session(env, &files.det, &files.det_bytes, threads)?;
+        let rec = session(env, &files.rec, &files.rec_bytes, threads)?;
         let dict = rec
             .metadata()
             .map_err(ort_err("reading the recogniser's metadata"))?

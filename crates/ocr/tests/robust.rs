@@ -120,3 +120,28 @@ fn the_worker_keeps_serving_after_degenerate_regions() {
     assert_eq!(w.integer(&view, view.bounds(), 0).unwrap(), None);
     assert_eq!(w.text(&view, view.bounds()).unwrap(), Some(Vec::new()));
 }
+
+#[test]
+fn files_replaced_or_rewritten_after_the_check_are_never_what_loads() {
+    // FR-PERC-004: what is verified is what runs (the pinned bytes, not whatever the path holds later)
+    let src = gamepilot_ocr::models::model_dir();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["det.onnx", "rec.onnx", "libonnxruntime.so"] {
+        std::fs::copy(src.join(name), dir.path().join(name)).expect("scripts/setup-ocr.sh run");
+    }
+    let files = gamepilot_ocr::models::verify(dir.path()).unwrap();
+    // One file rewritten in place, one replaced by rename, one removed.
+    std::fs::write(dir.path().join("det.onnx"), b"not a model").unwrap();
+    std::fs::write(dir.path().join("other"), b"not a library").unwrap();
+    std::fs::rename(dir.path().join("other"), dir.path().join("libonnxruntime.so")).unwrap();
+    std::fs::remove_file(dir.path().join("rec.onnx")).unwrap();
+    let mut ocr = PpOcr::from_files(&files).expect("the verified bytes load");
+    let (w, h) = (64u32, 24u32);
+    let px = [255u8, 255, 255, 255].repeat((w * h) as usize);
+    let view = FrameView::new(w, h, w as usize * 4, PixelFormat::Bgrx, &px).unwrap();
+    assert!(ocr.lines(&view, Rect::new(0, 0, w, h)).is_ok());
+    assert!(
+        gamepilot_ocr::models::verify(dir.path()).is_err(),
+        "the files on disk no longer verify"
+    );
+}

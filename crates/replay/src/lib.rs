@@ -13,7 +13,7 @@ pub mod stuck;
 pub use analysis::{Analysis, TimingTick};
 pub use driver::{replay, Divergence, ReplayOutcome};
 pub use reader::{CorruptLine, Recording};
-pub use report::render_html;
+pub use report::{render_html, write_report};
 
 /// Errors of reading and replaying a recording.
 #[derive(Debug, thiserror::Error)]
@@ -46,4 +46,6 @@ pub enum ReplayError {
     BadFrameName(String),
     #[error("{path} is larger than {limit} bytes; refusing to read it")]
     FrameTooLarge { path: std::path::PathBuf, limit: u64 },
+    #[error("{path} is a symlink (to {to}); refusing to write through it")]
+    SymlinkOutput { path: std::path::PathBuf, to: String },
 }

@@ -5,8 +5,55 @@
 use crate::analysis::{percentile, Analysis};
 use crate::driver::ReplayOutcome;
 use crate::reader::Recording;
+use crate::ReplayError;
 use gamepilot_grounding::FailureCause;
 use std::fmt::Write;
+use std::path::Path;
+
+/// Writes a report to `out` without ever writing through what is there: a recording is untrusted input, and
+/// its `report.html` may be a symlink (or a hard link) to a file of the user's. A symlink is refused, named;
+/// otherwise the bytes go to a freshly created file beside it (`O_EXCL|O_NOFOLLOW`), which then replaces the
+/// old entry by rename, so a link planted meanwhile is replaced, never followed.
+pub fn write_report(out: &Path, html: &str) -> Result<(), ReplayError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ReplayError::Io { path, source }
+    };
+    if let Ok(meta) = std::fs::symlink_metadata(out) {
+        if meta.file_type().is_symlink() {
+            let to = std::fs::read_link(out)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            return Err(ReplayError::SymlinkOutput {
+                path: out.to_path_buf(),
+                to,
+            });
+        }
+    }
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = out.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(io(&tmp))?;
+    let written = file
+        .write_all(html.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(io(&tmp))
+        .and_then(|()| std::fs::rename(&tmp, out).map_err(io(out)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
 
 /// Frames embedded at most (the rest are listed by file name).
 const MAX_EMBEDDED_FRAMES: usize = 120;

@@ -233,7 +233,8 @@ pub enum DriverStop {
         reason: HaltReason,
         cause: HaltCause,
     },
-    GuardianGone,
+    /// The guardian exited or stopped beating: why, in words.
+    GuardianGone(String),
     WindowGone,
 }
 
@@ -247,10 +248,7 @@ impl DriverStop {
             DriverStop::Halted { reason, cause } => {
                 Some((InterlockKind::Halt(*cause), format!("{reason:?} {cause:?}")))
             }
-            DriverStop::GuardianGone => Some((
-                InterlockKind::GuardianGone,
-                "the guardian exited; disarming".into(),
-            )),
+            DriverStop::GuardianGone(why) => Some((InterlockKind::GuardianGone, why.clone())),
             DriverStop::WindowGone => None,
         }
     }
@@ -434,8 +432,8 @@ impl Driver {
         }
         self.ticker.wait();
         if let Some(g) = self.guardian.as_mut() {
-            if !g.alive() {
-                return Ok(Some(DriverStop::GuardianGone));
+            if let Some(why) = g.gone() {
+                return Ok(Some(DriverStop::GuardianGone(why)));
             }
             self.halt = g.shm.halt();
         }

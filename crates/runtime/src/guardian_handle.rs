@@ -9,6 +9,10 @@ use gamepilot_guardian::SharedState;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How old the guardian's own heartbeat may grow before the core stops: generous against scheduling delays
+/// on a loaded machine (its loop beats every 5 ms), short against a guardian that was stopped.
+pub const GUARDIAN_STALE_AFTER: Duration = Duration::from_millis(1000);
+
 /// The guardian child and the shared page it watches.
 pub struct GuardianHandle {
     pub shm: SharedState,
@@ -84,16 +88,42 @@ impl GuardianHandle {
         self.child.id()
     }
 
-    /// False once the guardian has exited: input must not stay armed without it.
-    pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+    /// Why input must no longer stay armed, if it must not: the guardian exited, or its heartbeat (written
+    /// every 5 ms pass of its loop) is older than [`GUARDIAN_STALE_AFTER`] — stopped (SIGSTOP) or hung,
+    /// it would not release after a crash of the core.
+    pub fn gone(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(None) => {}
+            Ok(Some(status)) => return Some(format!("the guardian exited ({status}); disarming")),
+            Err(e) => return Some(format!("the guardian cannot be waited for ({e}); disarming")),
+        }
+        self.beat_is_stale().then(|| {
+            format!(
+                "the guardian's heartbeat is {} ms old (stopped or hung); disarming",
+                self.beat_age_us() / 1000
+            )
+        })
+    }
+
+    fn beat_age_us(&self) -> u64 {
+        gamepilot_guardian::monotonic_us().saturating_sub(self.shm.guardian_beat_us())
+    }
+
+    fn beat_is_stale(&self) -> bool {
+        self.beat_age_us() > GUARDIAN_STALE_AFTER.as_micros() as u64
     }
 
     /// Disarm and let the guardian go (closing its pipe; it releases whatever is left and exits).
     pub fn finish(mut self) {
         self.shm.set_armed(false);
         drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(2);
+        // A guardian that stopped beating will not read its pipe: end it now rather than wait for it.
+        let wait = if self.beat_is_stale() {
+            Duration::ZERO
+        } else {
+            Duration::from_secs(2)
+        };
+        let deadline = Instant::now() + wait;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;

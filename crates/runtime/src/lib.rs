@@ -5,6 +5,7 @@
 //! loader. Nothing here decides what the agent does next: that is `gamepilot_session::Session::step`.
 
 pub mod bench_executor;
+pub mod console;
 pub mod deliberative;
 pub mod destructive;
 pub mod driver;

@@ -143,7 +143,7 @@ pub fn observe_crop(
     cheap_point: Point,
     cheap: Size,
     pixel_budget: u64,
-    ocr: Option<&mut gamepilot_ocr::OcrEngine>,
+    ocr: &mut gamepilot_ocr::OcrEngine,
     excluded: &[Rect],
     at: MonoTime,
 ) -> Result<CropView, String> {
@@ -154,12 +154,9 @@ pub fn observe_crop(
     let native_size = Size::new(region.w, region.h);
     let native = magnify(view, region, native_size, at).ok_or("the crop could not be cut from the frame")?;
     let native_view = native.view();
-    let mut texts = match ocr {
-        Some(o) => o
-            .screen_lines(&native_view, native_view.bounds())
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let mut texts = ocr
+        .screen_lines(&native_view, native_view.bounds())
+        .map_err(|e| format!("OCR failed on the crop: {e}"))?;
     carry_known(whole.lines, region, &mut texts);
     let mut observed = Perceiver::new().observe(&native_view, at, FrameClass::Scene, &texts);
     carry_elements(&whole.observation.elements, region, &mut observed.elements);
@@ -351,7 +348,7 @@ mod tests {
                     cheap_point,
                     cheap,
                     1280 * 720 / 2,
-                    Some(&mut ocr),
+                    &mut ocr,
                     &[],
                     MonoTime(0),
                 )
@@ -409,7 +406,7 @@ mod tests {
             Point::new(160, 90),
             Size::new(320, 180),
             1 << 30,
-            None,
+            &mut default_engine().expect("scripts/setup-ocr.sh run"),
             &[],
             MonoTime(0),
         )

@@ -339,12 +339,19 @@ pub fn run(
         None => send(FromReflex::WindowGone),
     };
     let panic_at = crate::worker::fault_tick("reflex-panic");
+    let block_at = crate::worker::fault_tick("reflex-block");
     // A panic in the tick is caught here so that `finish` below still releases everything through our
     // own path (FR-ACT-001) before the thread reports its end (issue 14).
     let body = std::panic::AssertUnwindSafe(|| loop {
         tick += 1;
         if panic_at.is_some_and(|n| tick >= n && !d.executor().held().is_empty()) {
             panic!("injected by GAMEPILOT_FAULT=reflex-panic at tick {tick} while holding input (test-only fault hook)");
+        }
+        if block_at.is_some_and(|n| tick >= n && !d.executor().held().is_empty()) {
+            // A tick that never returns (as in a blocking call that hangs), while holding input.
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
         }
         // FR-SAFE-002: real-device input pauses the agent and releases everything at once (not the user's
         // click on the confirmation overlay, FR-SAFE-005; see `stops_the_run`).

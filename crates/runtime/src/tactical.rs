@@ -108,7 +108,9 @@ pub fn run(
     let x = X11::connect(setup.display.as_deref())?;
     let mut capturer = WindowCapturer::new(&x, setup.window)?;
     let mut perceiver = Perceiver::new();
-    let mut ocr = gamepilot_ocr::default_engine().ok();
+    // No OCR, no screen text: the destructive-action hold would never see a dialogue (FR-SAFE-005), so the
+    // thread ends, named, rather than perceive without it.
+    let mut ocr = gamepilot_ocr::default_engine()?;
     let marks = mark_font();
     let a11y = AccessibilityFeed::start(setup.window);
     // The previous tick's frame and element boxes: a perceive-only tick measures how they moved.
@@ -123,7 +125,7 @@ pub fn run(
         let frame = match capturer.capture(&x, started) {
             Ok(f) => f,
             Err(e) => {
-                let failed = capture_failed(req.tick, started, &e.to_string());
+                let failed = perception_failed(req.tick, started, &format!("capture failed: {e}"));
                 if tx.send(failed).is_err() {
                     break;
                 }
@@ -136,9 +138,17 @@ pub fn run(
         };
         let view = frame.view();
         let class = perceiver.classify_thumb(Thumb::from_view(&view, 160)).class;
-        let texts = match ocr.as_mut() {
-            Some(o) => o.recognize(&view, view.bounds()).unwrap_or_default(),
-            None => Vec::new(),
+        // A recognition that fails is this tick's named failure: acting on a screen read as empty could
+        // answer a dialogue nobody read.
+        let texts = match ocr.recognize(&view, view.bounds()) {
+            Ok(texts) => texts,
+            Err(e) => {
+                let failed = perception_failed(req.tick, started, &format!("OCR failed: {e}"));
+                if tx.send(failed).is_err() {
+                    break;
+                }
+                continue;
+            }
         };
         // FR-PERC-010: the accessibility tree's elements, where the target exposes one, replace the visual
         // boxes of the same elements; the probe runs on its own thread and this tick waits for it at most
@@ -269,7 +279,7 @@ pub fn run(
                     point,
                     cheap,
                     req.visual_pixels,
-                    ocr.as_mut(),
+                    &mut ocr,
                     &excluded,
                     started,
                 )
@@ -484,7 +494,8 @@ pub struct Refinement {
 const PROBE_SEARCH_PX: u32 = 90;
 
 /// A tick whose capture failed: an empty observation that says so, and a perception failure.
-fn capture_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult {
+/// A tick whose perception failed (`detail` says how): no observation, a `Perception` failure for the session.
+fn perception_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult {
     let observation = Observation {
         at: started,
         frame_size: Size::new(0, 0),
@@ -497,12 +508,9 @@ fn capture_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult 
             tick,
             started,
             observation,
-            observation_text: format!("(capture failed: {detail})"),
+            observation_text: format!("({detail})"),
             crop: None,
-            reply: Err(other_failure(
-                FailureKind::Perception,
-                format!("capture failed: {detail}"),
-            )),
+            reply: Err(other_failure(FailureKind::Perception, detail.to_string())),
             moves: Vec::new(),
             tail: None,
         },

@@ -101,18 +101,47 @@ pub fn yield_cpu_to_reflex() {
 }
 
 /// The test-only fault hook (issue 14's fault matrix): `GAMEPILOT_FAULT=reflex-panic@N` makes the reflex
-/// thread panic at the first tick from its N-th on at which the executor holds input. Read once at thread
-/// start; unset (the normal case) it costs one comparison per tick.
+/// thread panic, and `reflex-block@N` block for good, at the first tick from its N-th on at which the
+/// executor holds input. Read once at thread start; unset (the normal case) it costs one comparison per tick.
 pub fn fault_tick(name: &str) -> Option<u64> {
     let v = std::env::var("GAMEPILOT_FAULT").ok()?;
     let (what, at) = v.split_once('@')?;
     (what == name).then(|| at.parse().ok()).flatten()
 }
 
+/// Joins `thread` if it ends within `limit`; `None` when it is still running then (it is left to end with
+/// the process: a stop must not wait on a thread that may never return).
+pub fn join_within<T>(
+    thread: std::thread::JoinHandle<T>,
+    limit: std::time::Duration,
+) -> Option<std::thread::Result<T>> {
+    let deadline = std::time::Instant::now() + limit;
+    while !thread.is_finished() {
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Some(thread.join())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::mpsc::sync_channel;
+
+    #[test]
+    fn a_join_is_bounded() {
+        let quick = std::thread::spawn(|| 7);
+        assert_eq!(
+            join_within(quick, std::time::Duration::from_secs(5)).map(|r| r.ok()),
+            Some(Some(7))
+        );
+        let (tx, rx) = sync_channel::<()>(1);
+        let stuck = std::thread::spawn(move || rx.recv());
+        assert!(join_within(stuck, std::time::Duration::from_millis(50)).is_none());
+        drop(tx);
+    }
 
     // issue 14: every way a worker ends is reported with its name
     #[test]

@@ -1269,12 +1269,8 @@ impl Session {
             ));
             return;
         }
-        let point = match &grounded.intention.action {
-            Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => Some(Point::new(*x, *y)),
-            _ => None,
-        };
-        if point.is_some() {
-            if let Some(found) = destructive::check(&t.observation.texts, point, DESTRUCTIVE_RADIUS_PX) {
+        if let Some(near) = destructive::answer_scope(&grounded.intention.action) {
+            if let Some(found) = destructive::check(&t.observation.texts, near, DESTRUCTIVE_RADIUS_PX) {
                 let hold = self.next_hold;
                 self.next_hold += 1;
                 out.push(Effect::Record(SessionRecord::Interlock {

@@ -531,6 +531,46 @@ fn a_destructive_dialogue_holds_the_click_until_the_user_answers() {
     assert!(prompt.contains("rejected by the user on the overlay"), "{prompt}");
 }
 
+#[test]
+fn a_key_on_a_destructive_dialogue_is_held_like_a_click() {
+    // FR-SAFE-005: Return (or y, or space) confirms "Spend 100 gold?" as surely as clicking Yes
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let mut dialogue = menu();
+    dialogue.texts = vec![TextItem {
+        text: "Spend 100 gold?".into(),
+        bbox: Rect::new(520, 250, 240, 30),
+        confidence: 0.9,
+    }];
+    let fx = s.step(
+        outcome(
+            tick,
+            dialogue,
+            reply(TacticalReply::Act(Action::Key { key: "Return".into() })),
+        ),
+        ms(300),
+    );
+    assert!(submits(&fx).is_empty(), "the key is not sent unasked");
+    let hold = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::AskConfirmation(j) => Some(j.clone()),
+            _ => None,
+        })
+        .expect("the user is asked");
+    assert_eq!(hold.pattern, "spend");
+    let fx = s.step(
+        Input::Confirmation(ConfirmationAnswer {
+            hold: hold.hold,
+            allowed: true,
+            reason: "allowed by the user".into(),
+            waited_ms: 700,
+        }),
+        ms(1000),
+    );
+    assert_eq!(submits(&fx).len(), 1, "allowed, the key goes out");
+}
+
 /// Drive one executed action to its verdict with the given evidence and reflex reports in between.
 fn verdict_with(
     s: &mut Session,

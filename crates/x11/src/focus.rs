@@ -41,9 +41,14 @@ impl X11 {
     }
 
     /// True when `target` (or a descendant/ancestor frame of it) has the input focus and, where the window
-    /// manager publishes one, is the active window (INV-ACT-001).
+    /// manager publishes one, is the active window (INV-ACT-001). Focus on the root window (or
+    /// PointerRoot, or none) is never the game's, though the root is every window's ancestor: keys then
+    /// go to whatever is under the pointer, or nowhere.
     pub fn is_foreground(&self, target: Window) -> Result<bool, X11Error> {
         let focus = self.input_focus()?;
+        if focus <= 1 || focus == self.root {
+            return Ok(false);
+        }
         let focus_ok =
             focus == target || self.is_ancestor(target, focus)? || self.is_ancestor(focus, target)?;
         if !focus_ok {

@@ -15,10 +15,11 @@ use gamepilot_grounding::GroundingPath;
 use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
+use gamepilot_runtime::say_err;
 use gamepilot_runtime::session_inputs::{degrade_step, reflex_input};
 use gamepilot_runtime::stop_signals::{StopSignal, StopSignals};
 use gamepilot_runtime::worker::{
-    panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome, DELIBERATIONS,
+    join_within, panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome, DELIBERATIONS,
     REFLEX_COMMANDS, REFLEX_REPORTS, TACTICAL_JOBS, TACTICAL_RESULTS, WORKER_ENDS,
 };
 use gamepilot_runtime::{deliberative, destructive, now, reflex, tactical, GuardianHandle};
@@ -723,9 +724,9 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 .numbers()
                 .status_line(cfg.dry_run, t0.elapsed().as_secs_f64());
             if tty {
-                eprint!("\r\x1b[2K{line}");
+                gamepilot_runtime::console::err(&format!("\r\x1b[2K{line}"));
             } else {
-                eprintln!("{line}");
+                say_err!("{line}");
             }
             last_status = Instant::now();
         }
@@ -737,9 +738,12 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     // Stop: release everything, end the cadences, write the summary.
     cancel.cancel();
     let _ = w.to_reflex.try_send(ToReflex::Stop);
+    // A full queue cannot take the Stop but a disconnected one reads as one; a reflex that never returns (a
+    // hung call) is left after a bound, and the guardian releases what it holds as the process exits.
+    drop(std::mem::replace(&mut w.to_reflex, mpsc::sync_channel(1).0));
     let (tx_dummy, _) = mpsc::sync_channel(1);
     drop(std::mem::replace(&mut w.to_tactical, tx_dummy));
-    let reflex_joined = reflex_thread.join().is_ok();
+    let reflex_joined = join_within(reflex_thread, Duration::from_secs(2)).is_some_and(|r| r.is_ok());
     while let Ok(m) = from_reflex.try_recv() {
         for i in reflex_input(m, &mut feed) {
             if let Input::ReflexStopped(_) = i {
@@ -759,7 +763,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         let _ = tactical_thread.join();
     }
     if tty && !cfg.quiet {
-        eprintln!();
+        say_err!();
     }
     let n = session.numbers();
     let mut latencies = n.tactical_latency_ms.clone();
@@ -794,6 +798,9 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
     };
     w.rec
         .finish(now(), &summary.stop_reason, serde_json::to_value(&summary)?)?;
-    anyhow::ensure!(reflex_joined, "the reflex thread could not be joined");
+    anyhow::ensure!(
+        reflex_joined,
+        "the reflex thread did not stop within 2 s; the guardian releases"
+    );
     Ok(summary)
 }

@@ -254,8 +254,8 @@ fn emit_event(e: &DriverEvent, held: &HeldRecord) {
 /// Print a stop as `act` always has and give its exit code.
 fn emit_stop(stop: &DriverStop, held: &HeldRecord) -> i32 {
     match stop {
-        DriverStop::GuardianGone => {
-            emit(json!({"event": "guardian_gone", "message": "the guardian exited; disarming"}));
+        DriverStop::GuardianGone(why) => {
+            emit(json!({"event": "guardian_gone", "message": why}));
             1
         }
         DriverStop::WindowGone => {

@@ -187,7 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let budget = fw as u64 * fh as u64 / 2;
     let mut sizes = None;
     let mut crop = time(args.ocr_runs.max(1), || {
-        let cv = refine::observe_crop(&whole, centre, cheap, budget, Some(&mut ocr), &[], now())
+        let cv = refine::observe_crop(&whole, centre, cheap, budget, &mut ocr, &[], now())
             .map_err(|e| anyhow::anyhow!(e))?;
         sizes = Some((cv.crop.region, cv.size(), cv.in_crop.elements.len()));
         Ok(())

@@ -6,6 +6,7 @@ use super::run::{default_record_dir, print_summary, ModelArgs};
 use crate::agent::{self, AgentConfig};
 use anyhow::Context as _;
 use gamepilot_planner::LoopConfig;
+use gamepilot_runtime::say;
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use std::path::PathBuf;
 
@@ -59,7 +60,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    println!(
+    say!(
         "demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})",
         args.game_seed
     );
@@ -72,14 +73,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         },
     )
     .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
-    println!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
-    println!("demo: starting the model host");
+    say!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
+    say!("demo: starting the model host");
     // Ctrl+C from here on is a clean stop of the session (issue 14).
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
-    let (client, host) = args.model.connect()?;
+    let (client, host) = args.model.connect(&stop_signals.token())?;
     let caps = client.probe().context("probing the model host")?;
     let client = client.with_kind(caps.kind);
-    let deliberative_host = args.model.connect_deliberative()?;
+    let deliberative_host = args.model.connect_deliberative(&stop_signals.token())?;
     let deliberative_client = deliberative_host
         .as_ref()
         .map_or_else(|| client.clone(), |(c, _)| c.clone().with_kind(caps.kind));
@@ -138,14 +139,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         stop_signals: Some(stop_signals),
         steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
     };
-    println!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
+    say!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;
     let state = arena.state().ok();
     drop(host);
     drop(deliberative_host);
     print_summary(&summary);
     if let Some(s) = state {
-        println!(
+        say!(
             "  game's own state: screen {} coins {} gold {} player ({:.0}, {:.0}) held {}",
             s["screen"],
             s["coins"],
@@ -159,12 +160,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .report
         .clone()
         .unwrap_or_else(|| record_dir.join("report.html"));
-    print!("  report: ");
+    gamepilot_runtime::console::out("  report: ");
     if let Err(e) = super::report::run(super::report::Args {
         dir: record_dir,
         out: Some(report),
     }) {
-        println!("not written ({e:#})");
+        say!("not written ({e:#})");
     }
     Ok(0)
 }

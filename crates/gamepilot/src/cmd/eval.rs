@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .parent()
         .map(|p| p.join("frames"))
         .unwrap_or_else(|| PathBuf::from("frames"));
-    let (client, _host) = args.model.connect()?;
+    let (client, _host) = args.model.connect(&Default::default())?;
     // The host's dialect, as `run` speaks it (a llama.cpp host gets the compact grammar).
     let caps = client
         .probe_for(&args.model.model_name)

@@ -21,7 +21,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let replay = gamepilot_replay::replay(&rec).ok();
     let html = gamepilot_replay::render_html(&rec, replay.as_ref());
     let out = args.out.unwrap_or_else(|| args.dir.join("report.html"));
-    std::fs::write(&out, html).with_context(|| format!("writing {}", out.display()))?;
+    gamepilot_replay::write_report(&out, &html).context("writing the report")?;
     println!("{}", out.display());
     Ok(0)
 }

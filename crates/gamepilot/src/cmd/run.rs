@@ -7,8 +7,11 @@ use crate::agent::{self, AgentConfig, Summary};
 use anyhow::Context as _;
 use gamepilot_core::ModelFamily;
 use gamepilot_grounding::GroundingPath;
-use gamepilot_model::{Capabilities, HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec};
+use gamepilot_model::{
+    CancelToken, Capabilities, HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec,
+};
 use gamepilot_planner::{LoopConfig, SignalConfig};
+use gamepilot_runtime::{say, say_err};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -45,7 +48,7 @@ pub struct ModelArgs {
 
 impl ModelArgs {
     /// Connect to the configured host, or start one. The returned host (if any) stops when dropped.
-    pub fn connect(&self) -> anyhow::Result<(HostClient, Option<LocalHost>)> {
+    pub fn connect(&self, cancel: &CancelToken) -> anyhow::Result<(HostClient, Option<LocalHost>)> {
         let timeouts = HostTimeouts {
             connect: Duration::from_secs(2),
             call: Duration::from_secs(self.call_timeout_s),
@@ -57,7 +60,7 @@ impl ModelArgs {
                 .with_context(|| format!("model host {url} is not healthy"))?;
             return Ok((client, None));
         }
-        let (client, host) = self.start_local(timeouts, 10, true)?;
+        let (client, host) = self.start_local(timeouts, 10, true, cancel)?;
         Ok((client, Some(host)))
     }
 
@@ -65,7 +68,10 @@ impl ModelArgs {
     /// llama-server at nice 19, so a tactical call never waits behind a deliberative prompt batch
     /// (measured: tactical p95 12.1 s on one host with two slots, 5.2 s with two hosts; docs/models.md).
     /// The weights are one mmapped file, held once in the page cache. `None` with --model-endpoint.
-    pub fn connect_deliberative(&self) -> anyhow::Result<Option<(HostClient, LocalHost)>> {
+    pub fn connect_deliberative(
+        &self,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<Option<(HostClient, LocalHost)>> {
         if self.model_endpoint.is_some() {
             return Ok(None);
         }
@@ -73,7 +79,7 @@ impl ModelArgs {
             connect: Duration::from_secs(2),
             call: Duration::from_secs(self.call_timeout_s),
         };
-        Ok(Some(self.start_local(timeouts, 19, false)?))
+        Ok(Some(self.start_local(timeouts, 19, false, cancel)?))
     }
 
     /// A started host; `speculative` for the tactical one only (short formulaic replies, docs/models.md).
@@ -82,6 +88,7 @@ impl ModelArgs {
         timeouts: HostTimeouts,
         nice: i32,
         speculative: bool,
+        cancel: &CancelToken,
     ) -> anyhow::Result<(HostClient, LocalHost)> {
         let spec = match (&self.model, &self.model_sha256) {
             (Some(path), Some(sha)) => WeightsSpec::new(path, sha),
@@ -107,6 +114,7 @@ impl ModelArgs {
         launch.threads = self.threads;
         launch.nice = nice;
         launch.speculative = speculative;
+        launch.cancel = cancel.clone();
         let host = LocalHost::start(launch).context("starting the model host")?;
         let client = host.client(timeouts)?;
         Ok((client, host))
@@ -201,7 +209,7 @@ impl VisionArgs {
             tactical_pixels: cap(self.tactical_pixels),
             deliberative_pixels: cap(self.deliberative_pixels),
         };
-        eprintln!(
+        say_err!(
             "model: {} host; sees images: {} ({:?}; {}: {:?}); family {} ({:?} coordinates); image budget {} / {} px",
             caps.kind,
             if image { "yes" } else { "no" },
@@ -383,7 +391,7 @@ pub fn reflex_wiring(
     let declared = gamepilot_core::Size::new(window.geometry.w, window.geometry.h);
     if let Some(dir) = templates {
         let (atlas, names) = gamepilot_runtime::templates::load_dir(dir, declared, template_radius)?;
-        println!("templates: {} from {}", names.join(", "), dir.display());
+        say!("templates: {} from {}", names.join(", "), dir.display());
         extras
             .notes
             .push(format!("templates: {} from {}", names.join(", "), dir.display()));
@@ -414,14 +422,14 @@ pub fn reflex_wiring(
                     c.width_px,
                     c.samples.len()
                 );
-                println!("{line}");
+                say!("{line}");
                 extras
                     .notes
                     .push(format!("{line}: {}", serde_json::to_string(&c)?));
                 extras.camera = Some(c.scale());
             }
             Err(f) => {
-                eprintln!("warning: {f}; camera turns in degrees will be refused");
+                say_err!("warning: {f}; camera turns in degrees will be refused");
                 extras.notes.push(format!("camera calibration failed: {f}"));
             }
         }
@@ -432,7 +440,7 @@ pub fn reflex_wiring(
             gamepilot_model::LadderConfig::default(),
             Duration::from_secs(1),
         );
-        eprintln!("{}", w.describe());
+        say_err!("{}", w.describe());
         extras.notes.push(w.describe());
         let rx = w.take_commands();
         (Some(w), Some(rx))
@@ -451,16 +459,21 @@ pub fn default_record_dir() -> PathBuf {
 }
 
 pub fn print_summary(s: &Summary) {
-    println!("session stopped: {}", s.stop_reason);
-    println!(
+    say!("session stopped: {}", s.stop_reason);
+    say!(
         "  {:.1} s, {} actions executed ({:.2} actions/s), {} rejected",
-        s.seconds, s.actions_executed, s.actions_per_s, s.rejected
+        s.seconds,
+        s.actions_executed,
+        s.actions_per_s,
+        s.rejected
     );
-    println!(
+    say!(
         "  verdicts: {} confirmed, {} refuted, {} inconclusive",
-        s.confirmed, s.refuted, s.inconclusive
+        s.confirmed,
+        s.refuted,
+        s.inconclusive
     );
-    println!(
+    say!(
         "  failure attribution: {}",
         if s.failures.is_empty() {
             "none".to_string()
@@ -472,7 +485,7 @@ pub fn print_summary(s: &Summary) {
                 .join(" ")
         }
     );
-    println!(
+    say!(
         "  tactical: {} calls, latency p50 {:.0} ms p95 {:.0} ms, prompt tokens {} of which cached {}",
         s.tactical_calls,
         s.tactical_latency_ms_p50,
@@ -480,12 +493,15 @@ pub fn print_summary(s: &Summary) {
         s.prompt_tokens,
         s.cached_prompt_tokens
     );
-    println!("  deliberative passes: {}", s.deliberative_passes);
-    println!(
+    say!("  deliberative passes: {}", s.deliberative_passes);
+    say!(
         "  reflex: {} ticks, lateness p50 {} us p99 {} us, {} input events",
-        s.reflex_ticks, s.reflex_lateness_us_p50, s.reflex_lateness_us_p99, s.input_events
+        s.reflex_ticks,
+        s.reflex_lateness_us_p50,
+        s.reflex_lateness_us_p99,
+        s.input_events
     );
-    println!(
+    say!(
         "  goal postcondition: {}",
         match s.goal_met {
             Some(true) => "met",
@@ -493,7 +509,7 @@ pub fn print_summary(s: &Summary) {
             None => "undefined",
         }
     );
-    println!("  recording: {}", s.recording);
+    say!("  recording: {}", s.recording);
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -502,6 +518,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
     let (x, win) = args.target.resolve()?;
     drop(x);
+    // FR-SAFE-005: no screen text, no destructive-action hold; refuse before anything starts.
+    gamepilot_ocr::describe_backend().context("OCR does not work, and the agent does not act unread")?;
     let sensors_src = match &args.sensors {
         Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
@@ -518,13 +536,34 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.dry_run,
         !args.no_gpu_watch,
     )?;
-    let (client, host) = args.model.connect()?;
+    // A stop signal while starting (calibrating, loading a model) ends the run at once, named: nothing is
+    // armed yet, and the host started so far is stopped as it drops.
+    let stopped = |step: &str| {
+        let s = stop_signals.received()?;
+        say!(
+            "session stopped: Stopped (signal {}) during start-up, {step}",
+            s.name()
+        );
+        Some(s.exit_code())
+    };
+    if let Some(code) = stopped("after the reflex's set-up") {
+        return Ok(code);
+    }
+    let connected = args.model.connect(&stop_signals.token());
+    if let Some(code) = stopped("while the model host was starting") {
+        return Ok(code);
+    }
+    let (client, host) = connected?;
     // Issue 15: one probe at start, never a guess; the client then speaks the host's dialect.
     let caps = client
         .probe_for(&args.model.model_name)
         .context("probing the model host")?;
     let client = client.with_kind(caps.kind);
-    let deliberative_host = args.model.connect_deliberative()?;
+    let deliberative_host = args.model.connect_deliberative(&stop_signals.token());
+    if let Some(code) = stopped("while the deliberative model host was starting") {
+        return Ok(code);
+    }
+    let deliberative_host = deliberative_host?;
     let deliberative_client = deliberative_host
         .as_ref()
         .map_or_else(|| client.clone(), |(c, _)| c.clone().with_kind(caps.kind));

@@ -29,7 +29,6 @@ pub fn run_command(display: &str, window: u32, endpoint: &str, spec: &RunSpec<'_
         .args(["--goal", spec.goal, "--goal-check", spec.goal_check])
         .arg("--sensors")
         .arg(sensors_file())
-        .args(["--model-endpoint", endpoint])
         .args(["--max-actions", &spec.max_actions.to_string()])
         .args(["--session-budget-s", &spec.budget_s.to_string()])
         .args([
@@ -41,5 +40,9 @@ pub fn run_command(display: &str, window: u32, endpoint: &str, spec: &RunSpec<'_
         ])
         .arg("--record")
         .arg(rec);
+    // Empty: gamepilot starts its own host (the test adds --llama-server and --model).
+    if !endpoint.is_empty() {
+        c.args(["--model-endpoint", endpoint]);
+    }
     c
 }
