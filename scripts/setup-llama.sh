@@ -108,7 +108,7 @@ else
         -DLLAMA_BUILD_NUMBER=11434 >"$BUILD.configure.log" 2>&1 \
         || { tail -n 40 "$BUILD.configure.log" >&2; die "cmake configure failed (log: $BUILD.configure.log)"; }
 
-    log "building llama-server and llama-quantize with -j$JOBS (about 10-15 min on 2 cores)"
+    log "building llama-server and llama-quantize with -j$JOBS (about 5 min on 2 cores)"
     nice -n 15 cmake --build "$BUILD" --config Release -j"$JOBS" --target llama-server llama-quantize
 
     for tool in llama-server llama-quantize; do
