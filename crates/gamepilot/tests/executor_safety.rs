@@ -5,6 +5,9 @@
 // Test helpers outside #[test] functions may unwrap too: this whole file is test code.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::outer_keys;
 use gamepilot_core::Keysym;
 use gamepilot_guardian::{send_signal, Signal};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
@@ -154,24 +157,6 @@ fn log_once_it_says(path: &std::path::Path, needle: &str) -> String {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Press (and later release) a chord on the outer display while Xephyr has focus: it arrives in the
-/// nested server from Xephyr's own keyboard, a device other than XTEST.
-fn outer_keys(bed: &TestBed, names: &[&str], down: bool) {
-    let outer = X11::connect(bed.outer_display.as_deref()).unwrap();
-    let input = XTestInput::new(&outer).unwrap();
-    let mut codes: Vec<u8> = names
-        .iter()
-        .map(|n| input.locate(Keysym::from_name(n).unwrap()).unwrap().keycode)
-        .collect();
-    if !down {
-        codes.reverse();
-    }
-    for c in codes {
-        input.key(&outer, c, down).unwrap();
-    }
-    input.sync(&outer).unwrap();
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{run_command, RunSpec};
+use common::{outer_keys, run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use sha2::Digest as _;
@@ -524,6 +524,58 @@ fn ctrl_c_while_the_model_host_starts_ends_the_run_named_and_the_host_with_it() 
         std::thread::sleep(Duration::from_millis(10));
     }
     eprintln!("figures: SIGINT while the host starts: run exited {exited:?} after it, code 130");
+}
+
+#[test]
+fn the_users_input_pauses_the_run_and_sigusr1_resumes_it() {
+    // FR-SAFE-002: the user takes the keyboard: released at once, the agent waits (not stopped), and goes on
+    // when the user says so; the pause is recorded with its length
+    let mut bed = TestBed::start_nested().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
+    let mut r = start_on(bed, Some(arena), None, &[]);
+    r.wait_holding();
+    let t0 = Instant::now();
+    outer_keys(&r.bed, &["x"], true);
+    outer_keys(&r.bed, &["x"], false);
+    let released = r.released_within(Duration::from_secs(1));
+    // Paused: still running, and nothing is pressed again while the user has the game.
+    let quiet = Instant::now();
+    while quiet.elapsed() < Duration::from_secs(3) {
+        assert!(
+            r.child.try_wait().unwrap().is_none(),
+            "paused, not stopped:\n{}",
+            r.output()
+        );
+        assert!(!r.held(), "nothing pressed while paused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    r.signal(libc::SIGUSR1);
+    let resumed = Instant::now();
+    r.wait_holding();
+    let holding_again = resumed.elapsed();
+    r.signal(libc::SIGINT);
+    let (status, _) = r.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130), "{}", r.output());
+    assert!(r.recording_reads());
+    let interlocks: Vec<String> = r
+        .events()
+        .iter()
+        .filter(|e| e["kind"] == "interlock")
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        interlocks.iter().any(|e| e.contains("user_input")),
+        "{interlocks:?}"
+    );
+    assert!(
+        interlocks.iter().any(|e| e.contains("user_resume")),
+        "{interlocks:?}"
+    );
+    assert!(!r.held());
+    eprintln!(
+        "figures: user input: released {released:?} after the key ({:?} in all); holding again {holding_again:?} after SIGUSR1",
+        t0.elapsed()
+    );
 }
 
 #[test]

@@ -123,7 +123,13 @@ fn guardian_ignores_terminal_signals_and_releases_on_sigterm_before_exiting() {
     let x = bed.x11().unwrap();
     let w = press_w(&x, &g.page);
     // Ctrl+C, a hang-up and Ctrl+Z aimed at it are ignored: it stays running, not stopped.
-    for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGTSTP, libc::SIGTTOU] {
+    for sig in [
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGTSTP,
+        libc::SIGTTOU,
+        libc::SIGUSR1,
+    ] {
         kill(g.child.id() as i32, sig);
     }
     std::thread::sleep(Duration::from_millis(200));

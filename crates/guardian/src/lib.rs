@@ -8,7 +8,7 @@
 //!
 //! It survives what stops the core (issue 14): the core starts it in a session and process group of its
 //! own (`setsid` before exec), so Ctrl+C, Ctrl+Z, a hang-up or `kill -- -PGID` aimed at the core's group do
-//! not reach it; [`GuardianSignals`] ignores SIGINT, SIGHUP, SIGTSTP, SIGTTIN and SIGTTOU should one be sent
+//! not reach it; [`GuardianSignals`] ignores SIGINT, SIGHUP, SIGTSTP, SIGUSR1, SIGTTIN and SIGTTOU should one be sent
 //! to it directly, and turns SIGTERM into "release everything, then exit". The stale-heartbeat backstop keeps
 //! working after a halt, so a core that stalls right after a panic release cannot leave a key down.
 
@@ -76,9 +76,9 @@ impl GuardianExit {
 ///
 /// - SIGTERM sets a flag: the loop releases everything, sets the halt flag and exits
 ///   ([`GuardianExit::Terminated`]).
-/// - SIGINT, SIGHUP and SIGTSTP get a handler that only counts them, which replaces their default action
-///   (terminate, or stop): a Ctrl+C, a closed terminal or a Ctrl+Z meant for the core never stops the
-///   guardian, even if it reaches it.
+/// - SIGINT, SIGHUP, SIGTSTP and SIGUSR1 get a handler that only counts them, which replaces their default
+///   action (terminate, or stop): a Ctrl+C, a closed terminal, a Ctrl+Z or the user's resume
+///   (`pkill -USR1 -x gamepilot` reaches both processes) meant for the core never stops the guardian.
 /// - SIGTTIN and SIGTTOU are set to "ignore" (`SIG_IGN`, not a handler: with a handler the kernel restarts
 ///   a background write to the terminal and sends the signal again, forever), so output to a terminal the
 ///   guardian no longer controls never stops it.
@@ -93,7 +93,7 @@ pub struct GuardianSignals {
 
 impl GuardianSignals {
     /// The signals ignored by a counting handler.
-    pub const IGNORED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGHUP, libc::SIGTSTP];
+    pub const IGNORED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGHUP, libc::SIGTSTP, libc::SIGUSR1];
     /// The signals set to `SIG_IGN`.
     pub const TTY: [libc::c_int; 2] = [libc::SIGTTIN, libc::SIGTTOU];
 
@@ -476,7 +476,7 @@ impl Guardian {
         let n = sig.ignored_count();
         if n != self.ignored_seen {
             eprintln!(
-                "guardian: ignored {} SIGINT/SIGHUP/SIGTSTP (they are the core's to act on)",
+                "guardian: ignored {} SIGINT/SIGHUP/SIGTSTP/SIGUSR1 (they are the core's to act on)",
                 n - self.ignored_seen
             );
             self.ignored_seen = n;

@@ -59,6 +59,13 @@ impl Ladder {
         self.current.map(|(_, t)| t)
     }
 
+    /// Move the current rung's start on by `by` (a pause the user took).
+    pub fn shift_clock(&mut self, by: std::time::Duration) {
+        if let Some((_, t)) = self.current.as_mut() {
+            *t = t.plus(by);
+        }
+    }
+
     /// No progress was detected, or the current rung failed: climb one rung (from idle: the first).
     /// Returns the new rung; on the last rung it stays there.
     pub fn climb(&mut self, now: MonoTime) -> Rung {

@@ -210,6 +210,19 @@ impl Detectors {
 
     /// An action was executed on the screen with `signature`; `key` identifies the action. Returns
     /// `RepeatingCycle` when the tail of the history repeats a period `cycle_repeats` times.
+    /// Move every window on by `by` (a pause the user took): no detector counts it.
+    pub fn shift_clocks(&mut self, by: Duration) {
+        for t in [
+            &mut self.last_action_at,
+            &mut self.stasis_since,
+            &mut self.progress_since,
+        ] {
+            if let Some(t) = t.as_mut() {
+                *t = t.plus(by);
+            }
+        }
+    }
+
     pub fn on_action(&mut self, now: MonoTime, signature: u64, key: &str) -> Option<StuckSignal> {
         self.last_action_at = Some(now);
         let max_p = self.cfg.cycle_max_period.max(1);

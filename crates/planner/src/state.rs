@@ -466,6 +466,31 @@ impl LoopState {
     }
 
     /// Feed one event; returns the decisions, in order.
+    /// The user paused the session for `paused` and resumed it (FR-SAFE-002): every clock of the loop —
+    /// the session's wall-clock budget, the subgoals' time budgets, the no-progress detectors' windows, the
+    /// ladder's rung, the deliberation timer — moves on by the pause, so time the user held the game is
+    /// neither spent nor taken for the agent's lack of progress.
+    pub fn resume_after_pause(&mut self, paused: Duration) {
+        let shift = |t: &mut MonoTime| *t = t.plus(paused);
+        self.last_pass_end = self.last_pass_end.plus(paused);
+        let subgoal_starts = self
+            .plan
+            .iter_mut()
+            .flat_map(|p| p.subgoals.iter_mut())
+            .map(|s| &mut s.started_at);
+        for t in [&mut self.started, &mut self.last_scene_trigger]
+            .into_iter()
+            .chain(subgoal_starts)
+        {
+            t.as_mut().into_iter().for_each(shift);
+        }
+        if let Some(p) = self.deliberating.as_mut() {
+            shift(&mut p.started);
+        }
+        self.detectors.shift_clocks(paused);
+        self.ladder.shift_clock(paused);
+    }
+
     pub fn step(&mut self, event: Event, now: MonoTime) -> Vec<Command> {
         let mut out = Vec::new();
         if self.stopped.is_some() {

@@ -1278,3 +1278,25 @@ fn research_during_a_pass_is_the_follow_up_pass() {
     let pass = research_pass(&c).expect("the research pass follows");
     assert_eq!(h.s.deliberating(), Some(pass));
 }
+
+#[test]
+fn a_users_pause_spends_no_budget_and_fires_no_stuck_signal() {
+    // FR-SAFE-002, FR-LOOP-008: the time the user held the game is not the session's
+    let mut h = H::ready(LoopConfig {
+        session_max_ms: 10_000,
+        ..no_timer()
+    });
+    assert!(h.at(4_000).tick(FrameChange::Local, 0).is_empty());
+    // Paused from 4 s to 12 s; without the shift the budget is gone at 10 s.
+    h.s.resume_after_pause(Duration::from_millis(8_000));
+    let c = h.at(12_500).tick(FrameChange::Local, 0);
+    assert!(!c.iter().any(|c| matches!(c, Command::Stop { .. })), "{c:?}");
+    assert!(first_stuck(&c).is_none(), "{c:?}");
+    assert_eq!(
+        h.at(18_000).tick(FrameChange::Local, 0),
+        vec![Command::Stop {
+            reason: StopReason::TimeBudget
+        }],
+        "the budget is spent at 10 s of session time, 18 s of wall-clock time"
+    );
+}

@@ -140,12 +140,10 @@ impl InterlockKind {
         }
     }
 
-    /// Whether the session cannot go on after it (the executor is paused, halted or disarmed).
+    /// Whether the session cannot go on after it (the executor is halted or disarmed). The user's input
+    /// pauses a session until their resume (FR-SAFE-002); `act`, a script, ends on it.
     pub fn stops_session(&self) -> bool {
-        matches!(
-            self,
-            InterlockKind::UserInput | InterlockKind::Halt(_) | InterlockKind::GuardianGone
-        )
+        matches!(self, InterlockKind::Halt(_) | InterlockKind::GuardianGone)
     }
 }
 
@@ -1094,7 +1092,7 @@ mod tests {
         assert!(end.to_string().contains("alt+F4"));
         assert!(ActionEnd::from(&ReportKind::Finished).is_finished());
         assert!(InterlockKind::Halt(HaltCause::Panic).stops_session());
-        assert!(InterlockKind::UserInput.stops_session());
+        assert!(!InterlockKind::UserInput.stops_session(), "it pauses");
         assert!(!InterlockKind::FrameHealth(FrameState::Black).stops_session());
         assert!(!InterlockKind::WindowChanged { generation: 2 }.stops_session());
         assert_eq!(InterlockKind::Halt(HaltCause::BudgetSpent).name(), "halt");

@@ -359,8 +359,14 @@ pub fn run(
         let stop = d.begin_tick(|k| stops_the_run(k, holding, in_grace), &mut ev)?;
         forward(&mut ev, &mut tags);
         if let Some(stop) = stop {
+            let paused_by_user = matches!(stop, DriverStop::UserInput { .. });
             report_stop(stop);
-            return Ok(());
+            if !paused_by_user {
+                return Ok(());
+            }
+            // FR-SAFE-002: paused, not stopped. The driver released everything; the reflex keeps ticking
+            // (frames, sensors) with the executor paused until the session, on the user's resume, says so.
+            holding = true;
         }
         // FR-PERC-002: after a move or resize the capture is re-targeted (the pixmap is named again).
         if d.take_window_changed() {

@@ -5,11 +5,12 @@
 //! guardian, which sees the core die, releases what was held. A SIGTERM repeated at once is the same stop
 //! (`timeout(1)` signals the process and then its process group), and SIGHUP never exits at once. The
 //! handlers (`signal-hook`'s low-level registration) do only atomic loads and stores, `clock_gettime` and
-//! `_exit`, all async-signal-safe.
+//! `_exit`, all async-signal-safe. SIGUSR1 is not a stop: it is the user's resume after their own input
+//! paused the session (FR-SAFE-002).
 
 use crate::RuntimeError;
 use gamepilot_model::CancelToken;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ const REPEAT_GRACE_NS: u64 = 1_000_000_000;
 pub struct StopSignals {
     received: Arc<AtomicUsize>,
     stopping: CancelToken,
+    resumes: Arc<AtomicUsize>,
 }
 
 /// Whether a stop signal exits at once: `first` is the first stop signal received before it (0: none)
@@ -70,7 +72,26 @@ impl StopSignals {
             // SAFETY: the action only does atomic operations, clock_gettime and _exit (async-signal-safe).
             unsafe { signal_hook::low_level::register(sig, action) }.map_err(os)?;
         }
-        Ok(StopSignals { received, stopping })
+        // SIGUSR1: the user's resume after their own input paused the session (FR-SAFE-002).
+        let resumes = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&resumes);
+        // SAFETY: the action is one atomic increment (async-signal-safe).
+        unsafe {
+            signal_hook::low_level::register(SIGUSR1, move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })
+        }
+        .map_err(os)?;
+        Ok(StopSignals {
+            received,
+            stopping,
+            resumes,
+        })
+    }
+
+    /// How many resume requests (SIGUSR1) have come so far.
+    pub fn resume_requests(&self) -> usize {
+        self.resumes.load(Ordering::SeqCst)
     }
 
     /// Cancelled at the first stop signal: what start-up steps that take seconds (a model host loading,

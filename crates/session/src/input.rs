@@ -52,6 +52,8 @@ pub enum Input {
     Degrade(DegradeStep),
     /// A stop from outside the loop: a signal, a dead worker, the wiring's own failure.
     Stop { reason: ExternalStop },
+    /// The user's explicit resume after their input paused the session (FR-SAFE-002).
+    Resume,
 }
 
 /// A frame's health as the reflex judged it (FR-PERC-009).
@@ -212,14 +214,12 @@ impl InterlockKind {
         }
     }
 
-    /// Interlocks that end the session (the user took over, the guardian halted or died, capture died).
+    /// Interlocks that end the session (the guardian halted or died, capture died). The user's input
+    /// pauses it instead, until their resume (FR-SAFE-002).
     pub fn stops_session(self) -> bool {
         matches!(
             self,
-            InterlockKind::UserInput
-                | InterlockKind::Halt
-                | InterlockKind::GuardianGone
-                | InterlockKind::CaptureFailed
+            InterlockKind::Halt | InterlockKind::GuardianGone | InterlockKind::CaptureFailed
         )
     }
 }

@@ -204,6 +204,8 @@ pub struct SessionNumbers {
     pub scene: Option<SceneKind>,
     pub goal_met: Option<bool>,
     pub holding_for_confirmation: bool,
+    /// The user took the keyboard or mouse and has not resumed (FR-SAFE-002).
+    pub paused_by_user: bool,
     pub reflex: ReflexStats,
     pub failures: Vec<(FailureCause, u64)>,
 }
@@ -228,7 +230,13 @@ impl SessionNumbers {
         };
         format!(
             "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | frame {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
-            if dry_run { "DRY RUN" } else { "ARMED" },
+            if self.paused_by_user {
+                "PAUSED by your input: resume with SIGUSR1"
+            } else if dry_run {
+                "DRY RUN"
+            } else {
+                "ARMED"
+            },
             elapsed_s,
             self.subgoal.map(|s| s.to_string()).unwrap_or_else(|| "-".into()),
             self.deliberating,
@@ -257,6 +265,8 @@ pub struct Session {
     last_tactical_start: Option<MonoTime>,
     tactical_tick: u64,
     held: Option<HeldAction>,
+    /// Since when the user's input has the session paused (FR-SAFE-002); `None` when not paused.
+    user_paused: Option<MonoTime>,
     last_observation: String,
     last_scene: Option<SceneKind>,
     excluded: Vec<ElementId>,
@@ -435,6 +445,7 @@ impl Session {
             last_tactical_start: None,
             tactical_tick: 0,
             held: None,
+            user_paused: None,
             last_observation: String::from("(nothing observed yet)"),
             last_scene: None,
             excluded: Vec::new(),
@@ -492,6 +503,7 @@ impl Session {
         n.scene = self.last_scene;
         n.goal_met = self.last_goal_met;
         n.holding_for_confirmation = self.held.is_some();
+        n.paused_by_user = self.user_paused.is_some();
         let mut hist = *self.state.histogram();
         for (c, k) in self.extra_failures.entries() {
             for _ in 0..k {
@@ -605,12 +617,18 @@ impl Session {
                 }));
                 if kind == InterlockKind::CaptureFailed {
                     self.finish(SessionStop::CaptureFailed { detail }, &mut out);
+                } else if kind == InterlockKind::UserInput {
+                    // FR-SAFE-002: the reflex released everything and waits; so does the session, until
+                    // the user's explicit resume.
+                    self.user_paused.get_or_insert(now);
+                    out.push(Effect::Reflex(ReflexCommand::Pause { paused: true }));
                 } else if kind.stops_session() {
                     self.stopped_by
                         .get_or_insert_with(|| format!("{}: {detail}", kind.as_str()));
                     self.feed(Event::UserStop, now, &mut out);
                 }
             }
+            Input::Resume => self.on_resume(now, &mut out),
             Input::WindowGone => self.feed(Event::WindowClosed, now, &mut out),
             Input::ReflexStopped(stats) => {
                 self.numbers.reflex = stats;
@@ -872,6 +890,24 @@ impl Session {
         out.push(Effect::Stop(stop));
     }
 
+    /// The user's resume after a pause: the loop's clocks move on by the pause (no budget spent, no
+    /// stuck signal), the reflex resumes, and ticks start again.
+    fn on_resume(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        let Some(since) = self.user_paused.take() else {
+            return;
+        };
+        let paused = now.since(since);
+        self.state.resume_after_pause(paused);
+        if let Some(t) = self.last_tactical_start.as_mut() {
+            *t = t.plus(paused);
+        }
+        out.push(Effect::Record(SessionRecord::Interlock {
+            interlock: "user_resume".into(),
+            detail: format!("resumed by the user after {:.1} s", paused.as_secs_f64()),
+        }));
+        out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
+    }
+
     fn on_reflex(&mut self, r: ReflexReport, now: MonoTime, out: &mut Vec<Effect>) {
         self.numbers.held_inputs = r.held;
         if !r.sensors.is_empty() {
@@ -897,6 +933,10 @@ impl Session {
         for a in self.actions.values_mut().filter(|a| a.executed) {
             a.unreadable_evidence |= r.health.unreadable();
             a.scene_changed |= r.change == FrameChange::Scene;
+        }
+        if self.user_paused.is_some() {
+            // Paused: the game is the user's; nothing is judged, timed or started until the resume.
+            return;
         }
         self.last_goal_met = r.goal_met;
         let progress = self
@@ -991,6 +1031,7 @@ impl Session {
             .is_none_or(|t| now.since(t).as_millis() as u64 >= self.cfg.tactical_interval_ms);
         if self.tactical_in_flight.is_some()
             || self.held.is_some()
+            || self.user_paused.is_some()
             || !self.actions.is_empty()
             || self.probe_running.is_some()
             || self.state.active_subgoal().is_none()
@@ -1266,6 +1307,15 @@ impl Session {
                 now,
                 grounded.label,
                 format!("not executed: {reason}"),
+            ));
+            return;
+        }
+        // FR-SAFE-002: a reply that comes back while the user has the game is not acted on.
+        if self.user_paused.is_some() {
+            self.context.record(HistoryEntry::new(
+                now,
+                grounded.label,
+                "not executed: the user paused the session",
             ));
             return;
         }

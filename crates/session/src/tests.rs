@@ -1027,3 +1027,42 @@ fn the_tactical_prompt_sent_is_committed_and_the_next_tick_extends_it() {
     assert!(b.starts_with(&a), "{b}");
     assert!(b[a.len()..].contains("-> confirmed"), "{}", &b[a.len()..]);
 }
+
+#[test]
+fn the_users_input_pauses_the_session_until_their_resume() {
+    // FR-SAFE-002: paused, not stopped; nothing judged or started meanwhile; resumed on the user's word
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let fx = s.step(
+        Input::Interlock {
+            kind: InterlockKind::UserInput,
+            detail: "paused by Xephyr virtual keyboard".into(),
+        },
+        ms(300),
+    );
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Stop(_))), "{fx:?}");
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Pause { paused: true }))));
+    assert!(s.numbers().paused_by_user);
+    assert!(s.numbers().status_line(false, 1.0).contains("PAUSED"));
+    // The tick in flight comes back: nothing is proposed while paused.
+    let fx = s.step(outcome(tick, menu(), click_mark(1)), ms(400));
+    assert!(submits(&fx).is_empty(), "nothing is sent while paused");
+    let fx = s.step(Input::Reflex(reflex(50)), ms(60_000));
+    assert!(tactical_jobs(&fx).is_empty(), "no tick while paused");
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::Stop(_))),
+        "no budget runs out while paused"
+    );
+    let fx = s.step(Input::Resume, ms(61_000));
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Pause { paused: false }))));
+    assert!(!s.numbers().paused_by_user);
+    assert_eq!(
+        tactical_jobs(&fx).len(),
+        1,
+        "ticks start again with the resume: {fx:?}"
+    );
+}

@@ -633,8 +633,14 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
 
     let mut stop = w.step(&mut session, Input::Start)?;
     let mut by_signal: Option<StopSignal> = None;
+    let mut resumes_seen = 0;
     while stop.is_none() {
         let mut g = Gathered { inputs: Vec::new() };
+        // FR-SAFE-002: SIGUSR1 is the user's resume after their input paused the session.
+        let resumes = cfg.stop_signals.as_ref().map_or(0, StopSignals::resume_requests);
+        if resumes != std::mem::replace(&mut resumes_seen, resumes) {
+            g.inputs.push(Input::Resume);
+        }
         if let Some(sig) = cfg.stop_signals.as_ref().and_then(StopSignals::received) {
             by_signal = Some(sig);
             g.inputs.push(Input::Stop {

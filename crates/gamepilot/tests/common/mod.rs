@@ -46,3 +46,24 @@ pub fn run_command(display: &str, window: u32, endpoint: &str, spec: &RunSpec<'_
     }
     c
 }
+
+/// Press (and later release) a chord on the outer display while Xephyr has focus: it arrives in the
+/// nested server from Xephyr's own keyboard, a device other than XTEST (the user's input, FR-SAFE-002).
+pub fn outer_keys(bed: &gamepilot_testbed::TestBed, names: &[&str], down: bool) {
+    let outer = gamepilot_x11::X11::connect(bed.outer_display.as_deref()).unwrap();
+    let input = gamepilot_x11::input::XTestInput::new(&outer).unwrap();
+    let mut codes: Vec<u8> = names
+        .iter()
+        .map(|n| {
+            let sym = gamepilot_core::Keysym::from_name(n).unwrap();
+            input.locate(sym).unwrap().keycode
+        })
+        .collect();
+    if !down {
+        codes.reverse();
+    }
+    for c in codes {
+        input.key(&outer, c, down).unwrap();
+    }
+    input.sync(&outer).unwrap();
+}
