@@ -430,6 +430,12 @@ impl LoopState {
     pub fn rung(&self) -> Option<Rung> {
         self.ladder.current()
     }
+    /// On the alternative-action rung: the action (its key) that did not help and is refused meanwhile.
+    pub fn refused_action(&self) -> Option<&str> {
+        (self.ladder.current() == Some(Rung::AlternativeAction))
+            .then_some(self.avoid_key.as_deref())
+            .flatten()
+    }
     pub fn stopped(&self) -> Option<StopReason> {
         self.stopped
     }

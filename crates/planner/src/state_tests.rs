@@ -694,7 +694,8 @@ fn ladder_climbs_rung_by_rung_only_on_failure_then_stops() {
         }
     ));
     settle_passes(&mut h);
-    // on the alternative rung the action that failed is refused, another is allowed
+    // on the alternative rung the action that failed is refused (and said, for the model), another is allowed
+    assert_eq!(h.s.refused_action(), Some("press up"));
     let (a, c) = h.propose("press up", None);
     assert_eq!(
         c,

@@ -26,7 +26,8 @@ use gamepilot_grounding::{
     GroundingPath, Target,
 };
 use gamepilot_planner::{
-    Command, Event, FrameChange, LoopConfig, LoopState, Rung, StopReason, SubgoalStatus, Trigger,
+    Command, Event, FrameChange, LoopConfig, LoopState, RejectReason, Rung, StopReason, SubgoalStatus,
+    Trigger,
 };
 use gamepilot_vision::Observation;
 use serde::{Deserialize, Serialize};
@@ -746,7 +747,12 @@ impl Session {
                     }
                     self.numbers.rejected += 1;
                     if let Some(a) = self.actions.remove(&action.0) {
-                        let why = format!("not executed: {reason:?}");
+                        let why = match reason {
+                            RejectReason::NeedAlternative => {
+                                "not executed: this action did not help; choose a different one".to_string()
+                            }
+                            other => format!("not executed: {other:?}"),
+                        };
                         out.push(Effect::Record(SessionRecord::Rejected {
                             action,
                             reason: why.clone(),
@@ -790,6 +796,18 @@ impl Session {
                         detail: format!("{rung:?}"),
                     }));
                     match rung {
+                        // FR-LOOP-006: the model is told, before it proposes again, what is refused now.
+                        Rung::AlternativeAction => {
+                            if let Some(key) = self.state.refused_action() {
+                                self.context.record(HistoryEntry::new(
+                                    now,
+                                    "escalation: alternative action".to_string(),
+                                    format!(
+                                        "`{key}` did not help and is refused now: choose a different action"
+                                    ),
+                                ));
+                            }
+                        }
                         Rung::Research => {
                             let mut inferences = Vec::new();
                             if let Some(d) = self.state.status().subgoal_description {

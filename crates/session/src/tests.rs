@@ -1066,3 +1066,34 @@ fn the_users_input_pauses_the_session_until_their_resume() {
         "ticks start again with the resume: {fx:?}"
     );
 }
+
+#[test]
+fn on_the_alternative_rung_the_model_is_told_what_is_refused() {
+    // FR-LOOP-006: the alternative-action rung refuses the action that did not help, and says so first
+    let (mut s, mut fx) = planned();
+    let mut t = 10;
+    for _ in 0..12 {
+        if s.loop_state().rung() == Some(gamepilot_planner::Rung::AlternativeAction) {
+            break;
+        }
+        fx = verdict_with(
+            &mut s,
+            &fx,
+            &mut t,
+            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
+            &[],
+            Some(false),
+        );
+    }
+    assert_eq!(s.loop_state().rung(), Some(gamepilot_planner::Rung::AlternativeAction));
+    let refused = s.loop_state().refused_action().expect("an action is refused").to_string();
+    let job = tactical_jobs(&fx)[0];
+    let prompt = job
+        .context
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(t), ""), None)
+        .render();
+    assert!(
+        prompt.contains(&format!("`{refused}` did not help and is refused now")),
+        "{prompt}"
+    );
+}
