@@ -207,6 +207,8 @@ pub struct SessionNumbers {
     pub holding_for_confirmation: bool,
     /// The user took the keyboard or mouse and has not resumed (FR-SAFE-002).
     pub paused_by_user: bool,
+    /// Each climb of the escalation ladder (FR-LOOP-006): the rung and the seconds since the session began.
+    pub escalations: Vec<(Rung, f64)>,
     pub reflex: ReflexStats,
     pub failures: Vec<(FailureCause, u64)>,
 }
@@ -266,6 +268,8 @@ pub struct Session {
     last_tactical_start: Option<MonoTime>,
     tactical_tick: u64,
     held: Option<HeldAction>,
+    /// When the session began (for the ladder's history).
+    began: MonoTime,
     /// Since when the user's input has the session paused (FR-SAFE-002); `None` when not paused.
     user_paused: Option<MonoTime>,
     last_observation: String,
@@ -446,6 +450,7 @@ impl Session {
             last_tactical_start: None,
             tactical_tick: 0,
             held: None,
+            began: start,
             user_paused: None,
             last_observation: String::from("(nothing observed yet)"),
             last_scene: None,
@@ -791,6 +796,9 @@ impl Session {
                         .collect();
                 }
                 Command::Escalate { rung } => {
+                    self.numbers
+                        .escalations
+                        .push((rung, now.since(self.began).as_secs_f64()));
                     out.push(Effect::Record(SessionRecord::Interlock {
                         interlock: "escalate".into(),
                         detail: format!("{rung:?}"),

@@ -1085,8 +1085,24 @@ fn on_the_alternative_rung_the_model_is_told_what_is_refused() {
             Some(false),
         );
     }
-    assert_eq!(s.loop_state().rung(), Some(gamepilot_planner::Rung::AlternativeAction));
-    let refused = s.loop_state().refused_action().expect("an action is refused").to_string();
+    assert_eq!(
+        s.loop_state().rung(),
+        Some(gamepilot_planner::Rung::AlternativeAction)
+    );
+    let refused = s
+        .loop_state()
+        .refused_action()
+        .expect("an action is refused")
+        .to_string();
+    // The ladder's history, as the summary prints it (stop and notify).
+    let climbed: Vec<_> = s.numbers().escalations.iter().map(|(r, _)| *r).collect();
+    assert_eq!(
+        climbed,
+        vec![
+            gamepilot_planner::Rung::Retry,
+            gamepilot_planner::Rung::AlternativeAction
+        ]
+    );
     let job = tactical_jobs(&fx)[0];
     let prompt = job
         .context

@@ -108,6 +108,8 @@ pub struct Summary {
     pub prompt_tokens: u64,
     pub compactions: u64,
     pub deliberative_passes: u64,
+    /// The escalation ladder's climbs, oldest first ("retry at 41 s").
+    pub ladder: Vec<String>,
     pub reflex_ticks: u64,
     pub reflex_lateness_us_p50: u64,
     pub reflex_lateness_us_p99: u64,
@@ -794,6 +796,11 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         prompt_tokens: n.prompt_tokens,
         compactions: n.compactions,
         deliberative_passes: n.deliberative_passes,
+        ladder: n
+            .escalations
+            .iter()
+            .map(|(r, t)| format!("{} at {t:.0} s", r.as_str()))
+            .collect(),
         reflex_ticks: n.reflex.ticks,
         reflex_lateness_us_p50: n.reflex.lateness_p50_us,
         reflex_lateness_us_p99: n.reflex.lateness_p99_us,

@@ -494,6 +494,12 @@ pub fn print_summary(s: &Summary) {
         s.cached_prompt_tokens
     );
     say!("  deliberative passes: {}", s.deliberative_passes);
+    let ladder = if s.ladder.is_empty() {
+        "not climbed".to_string()
+    } else {
+        s.ladder.join(" -> ")
+    };
+    say!("  escalation ladder: {ladder}");
     say!(
         "  reflex: {} ticks, lateness p50 {} us p99 {} us, {} input events",
         s.reflex_ticks,
