@@ -272,6 +272,10 @@ pub struct Session {
     began: MonoTime,
     /// Since when the user's input has the session paused (FR-SAFE-002); `None` when not paused.
     user_paused: Option<MonoTime>,
+    /// The model's last reply that was grounded into an action, and, on the retry rung, that reply waiting
+    /// to be grounded once more on the next fresh observation (FR-LOOP-006).
+    last_reply: Option<TacticalReply>,
+    retry: Option<TacticalReply>,
     last_observation: String,
     last_scene: Option<SceneKind>,
     excluded: Vec<ElementId>,
@@ -452,6 +456,8 @@ impl Session {
             held: None,
             began: start,
             user_paused: None,
+            last_reply: None,
+            retry: None,
             last_observation: String::from("(nothing observed yet)"),
             last_scene: None,
             excluded: Vec::new(),
@@ -804,6 +810,9 @@ impl Session {
                         detail: format!("{rung:?}"),
                     }));
                     match rung {
+                        // FR-LOOP-006: the same intention once more, grounded on a fresh observation (new
+                        // marks, new coordinates) without a model call.
+                        Rung::Retry => self.retry = self.last_reply.clone(),
                         // FR-LOOP-006: the model is told, before it proposes again, what is refused now.
                         Rung::AlternativeAction => {
                             if let Some(key) = self.state.refused_action() {
@@ -1112,7 +1121,7 @@ impl Session {
             tools.retain(|t| *t != Tool::Click);
             tools.push(Tool::MoveTo);
         }
-        let perceive_only = self.selfid.probing();
+        let perceive_only = self.selfid.probing() || self.retry.is_some();
         out.push(Effect::StartTactical(TacticalJob {
             tick: self.tactical_tick,
             context: Box::new(self.context.clone()),
@@ -1250,6 +1259,14 @@ impl Session {
             crate::selfid::SelfIdStep::Nothing => {}
         }
         if perceived_only {
+            if let Some(again) = self.retry.take() {
+                if let Some(grounded) = self.ground(&again, &t.observation, false, generation, now) {
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!("retry: {} grounded again on a fresh observation", grounded.label),
+                    }));
+                    self.act_on(grounded, &t.observation, generation, now, out);
+                }
+            }
             return;
         }
         let reply = match t.reply {
@@ -1321,6 +1338,21 @@ impl Session {
         let Some(grounded) = self.ground(&reply.reply, marks, two_stage, generation, now) else {
             return;
         };
+        self.last_reply = Some(reply.reply.clone());
+        self.act_on(grounded, &t.observation, generation, now, out);
+    }
+
+    /// What follows grounding, for a model's reply and a retry alike: a stale pointer action is dropped, a
+    /// paused session acts on nothing, a destructive dialogue holds the action for the user, and otherwise
+    /// it is proposed.
+    fn act_on(
+        &mut self,
+        grounded: GroundedAction,
+        observation: &Observation,
+        generation: u64,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
         // FR-PERC-002: a pointer action grounded before the window moved is stale.
         if is_pointer(&grounded.intention.action) && generation < self.generation {
             let reason = Rejection::StaleGeneration {
@@ -1346,7 +1378,7 @@ impl Session {
             return;
         }
         if let Some(near) = destructive::answer_scope(&grounded.intention.action) {
-            if let Some(found) = destructive::check(&t.observation.texts, near, DESTRUCTIVE_RADIUS_PX) {
+            if let Some(found) = destructive::check(&observation.texts, near, DESTRUCTIVE_RADIUS_PX) {
                 let hold = self.next_hold;
                 self.next_hold += 1;
                 out.push(Effect::Record(SessionRecord::Interlock {

@@ -1113,3 +1113,53 @@ fn on_the_alternative_rung_the_model_is_told_what_is_refused() {
         "{prompt}"
     );
 }
+
+#[test]
+fn the_retry_rung_grounds_the_last_intention_again_without_the_model_once() {
+    // FR-LOOP-006: retry = the same intention, grounded on a fresh observation, once
+    let (mut s, mut fx) = planned();
+    let mut t = 10;
+    for _ in 0..6 {
+        if s.loop_state().rung() == Some(gamepilot_planner::Rung::Retry) {
+            break;
+        }
+        fx = verdict_with(
+            &mut s,
+            &fx,
+            &mut t,
+            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
+            &[],
+            Some(false),
+        );
+    }
+    assert_eq!(s.loop_state().rung(), Some(gamepilot_planner::Rung::Retry));
+    let job = tactical_jobs(&fx)[0].clone();
+    assert!(job.perceive_only, "the retry tick asks no model");
+    t += 100;
+    let not_asked = Err(TacticalFailure {
+        kind: FailureKind::NotAsked,
+        message: "perceive only".into(),
+        latency_ms: 0.0,
+    });
+    let fx = s.step(outcome(job.tick, menu(), not_asked), ms(t));
+    let sent = submits(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    assert_eq!(sent[0].1, Action::Key { key: "x".into() });
+    assert!(fx
+        .iter()
+        .any(|e| matches!(e, Effect::Record(SessionRecord::Note { text }) if text.starts_with("retry: "))));
+    // Once: the following tick asks the model again.
+    let (id, _, _) = sent[0].clone();
+    t += 100;
+    let mut after = s.step(
+        Input::Evidence {
+            action: id,
+            changed: Some(true),
+        },
+        ms(t),
+    );
+    t += 2000;
+    after.extend(s.step(Input::Reflex(reflex(t / 100)), ms(t)));
+    let next = tactical_jobs(&after);
+    assert!(!next.is_empty() && !next[0].perceive_only, "{after:?}");
+}
