@@ -1070,21 +1070,7 @@ fn the_users_input_pauses_the_session_until_their_resume() {
 #[test]
 fn on_the_alternative_rung_the_model_is_told_what_is_refused() {
     // FR-LOOP-006: the alternative-action rung refuses the action that did not help, and says so first
-    let (mut s, mut fx) = planned();
-    let mut t = 10;
-    for _ in 0..12 {
-        if s.loop_state().rung() == Some(gamepilot_planner::Rung::AlternativeAction) {
-            break;
-        }
-        fx = verdict_with(
-            &mut s,
-            &fx,
-            &mut t,
-            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
-            &[],
-            Some(false),
-        );
-    }
+    let (s, fx, t) = refuted_until(gamepilot_planner::Rung::AlternativeAction);
     assert_eq!(
         s.loop_state().rung(),
         Some(gamepilot_planner::Rung::AlternativeAction)
@@ -1117,21 +1103,7 @@ fn on_the_alternative_rung_the_model_is_told_what_is_refused() {
 #[test]
 fn the_retry_rung_grounds_the_last_intention_again_without_the_model_once() {
     // FR-LOOP-006: retry = the same intention, grounded on a fresh observation, once
-    let (mut s, mut fx) = planned();
-    let mut t = 10;
-    for _ in 0..6 {
-        if s.loop_state().rung() == Some(gamepilot_planner::Rung::Retry) {
-            break;
-        }
-        fx = verdict_with(
-            &mut s,
-            &fx,
-            &mut t,
-            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
-            &[],
-            Some(false),
-        );
-    }
+    let (mut s, fx, mut t) = refuted_until(gamepilot_planner::Rung::Retry);
     assert_eq!(s.loop_state().rung(), Some(gamepilot_planner::Rung::Retry));
     let job = tactical_jobs(&fx)[0].clone();
     assert!(job.perceive_only, "the retry tick asks no model");
@@ -1162,4 +1134,25 @@ fn the_retry_rung_grounds_the_last_intention_again_without_the_model_once() {
     after.extend(s.step(Input::Reflex(reflex(t / 100)), ms(t)));
     let next = tactical_jobs(&after);
     assert!(!next.is_empty() && !next[0].perceive_only, "{after:?}");
+}
+
+/// A planned session whose tactical ticks keep proposing key `x`, each refuted, until the ladder is on `rung`
+/// (at most twelve actions): the session, the last effects and the time reached (ms).
+fn refuted_until(rung: gamepilot_planner::Rung) -> (Session, Vec<Effect>, u64) {
+    let (mut s, mut fx) = planned();
+    let mut t = 10;
+    for _ in 0..12 {
+        if s.loop_state().rung() == Some(rung) {
+            break;
+        }
+        fx = verdict_with(
+            &mut s,
+            &fx,
+            &mut t,
+            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
+            &[],
+            Some(false),
+        );
+    }
+    (s, fx, t)
 }
