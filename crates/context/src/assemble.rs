@@ -100,7 +100,9 @@ coordinates. Coordinates are pixels of the game window, whose size the observati
 You are the deliberative planner of gamepilot, an agent that plays a video game through its window.
 You keep the plan: break the goal into subgoals, judge progress from the recent actions and their outcomes, \
 decide what to research, and record facts you have worked out with the note tool. A separate tactical \
-controller turns the current subgoal into actions using the tools below."
+controller turns the current subgoal into actions using the tools below.
+When the plan fails for want of a fact about the game, write one short web-search question in `research` \
+(looked up if the agent stays stuck); never copy what the screen shows into it."
         }
     };
     let examples = match cadence {
@@ -685,6 +687,7 @@ mod tests {
             --- [1] System ---
             You are the deliberative planner of gamepilot, an agent that plays a video game through its window.
             You keep the plan: break the goal into subgoals, judge progress from the recent actions and their outcomes, decide what to research, and record facts you have worked out with the note tool. A separate tactical controller turns the current subgoal into actions using the tools below.
+            When the plan fails for want of a fact about the game, write one short web-search question in `research` (looked up if the agent stays stuck); never copy what the screen shows into it.
 
             Tools:
             - {"action":"click_mark","mark":N} click the centre of the element marked N (only marks listed in the observation exist)

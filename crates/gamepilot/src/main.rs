@@ -33,7 +33,7 @@ enum Command {
     /// Run a JSON-lines action script through the executor with every interlock.
     Act(cmd::act::Args),
     /// Play a window toward a goal with a local model.
-    Run(cmd::run::Args),
+    Run(Box<cmd::run::Args>),
     /// The demo: practice game on a virtual display, played by the agent with the small model.
     Demo(cmd::demo::Args),
     /// Replay a recording through the logic crates and diff the decisions.
@@ -60,7 +60,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Classify(a) => cmd::classify::run(a),
         Command::Sensor(a) => cmd::sensor::run(a),
         Command::Act(a) => cmd::act::run(a),
-        Command::Run(a) => cmd::run::run(a),
+        Command::Run(a) => cmd::run::run(*a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Replay(a) => cmd::replay::run(a),

@@ -100,6 +100,35 @@ impl Default for ResearchConfig {
 }
 
 impl ResearchConfig {
+    /// The configuration a user's command line gives (FR-SKILL-003/004): a SearxNG endpoint (`None`:
+    /// research unavailable), the most sources one research reads (search-and-fetch reads at most two of
+    /// them, deep research all), its token budget and its wall-clock limit, and whether pages on private
+    /// addresses may be read. Checked by [`ResearchConfig::validate`].
+    pub fn from_user(
+        endpoint: Option<String>,
+        max_sources: usize,
+        max_tokens: usize,
+        wall_clock: Duration,
+        allow_private_addresses: bool,
+    ) -> Result<ResearchConfig, ResearchError> {
+        let defaults = ResearchLimits::default();
+        let config = ResearchConfig {
+            search: endpoint.map(|base_url| SearchBackend::Searxng { base_url }),
+            limits: ResearchLimits {
+                quick_max_sources: max_sources.min(defaults.quick_max_sources),
+                deep_max_sources: max_sources,
+                max_fetch_attempts: defaults.max_fetch_attempts.max(max_sources * 2),
+                max_tokens,
+                wall_clock,
+                ..defaults
+            },
+            allow_private_addresses,
+            ..ResearchConfig::default()
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
     /// Checks that every bound is usable (non-zero where zero would make research pointless).
     pub fn validate(&self) -> Result<(), ResearchError> {
         let l = &self.limits;
@@ -165,6 +194,29 @@ mod millis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_users_bounds_set_both_skills_and_bad_ones_are_named() {
+        // FR-SKILL-003 (one or two sources), FR-SKILL-004 (several), bounds from user configuration only
+        let c =
+            ResearchConfig::from_user(Some("http://s".into()), 4, 900, Duration::from_secs(9), true).unwrap();
+        assert_eq!(c.limits.quick_max_sources, 2);
+        assert_eq!(c.limits.deep_max_sources, 4);
+        assert_eq!(c.limits.max_fetch_attempts, 8);
+        assert_eq!(c.limits.max_tokens, 900);
+        assert_eq!(c.limits.wall_clock, Duration::from_secs(9));
+        assert!(c.allow_private_addresses);
+        let one = ResearchConfig::from_user(None, 1, 900, Duration::from_secs(9), false).unwrap();
+        assert_eq!(
+            (one.limits.quick_max_sources, one.limits.deep_max_sources),
+            (1, 1)
+        );
+        assert!(one.search.is_none());
+        let e = ResearchConfig::from_user(None, 0, 900, Duration::from_secs(9), false).unwrap_err();
+        assert!(e.to_string().contains("max sources"), "{e}");
+        assert!(ResearchConfig::from_user(None, 2, 900, Duration::ZERO, false).is_err());
+        assert!(ResearchConfig::from_user(None, 2, 3, Duration::from_secs(1), false).is_err());
+    }
 
     #[test]
     fn default_is_valid_and_unavailable() {

@@ -28,7 +28,7 @@ pub enum ResearchKind {
 }
 
 impl ResearchKind {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             ResearchKind::SearchAndFetch => "search_and_fetch",
             ResearchKind::Deep => "deep",

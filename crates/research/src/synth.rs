@@ -67,8 +67,8 @@ impl Brief {
         out
     }
 
-    /// The body text of the rendered block (before escaping).
-    fn body(&self) -> String {
+    /// The body text of the rendered block (before escaping): question, numbered sources, findings.
+    pub fn body(&self) -> String {
         let sources = self.sources();
         let mut body = format!("Research brief ({}) on: {}\n", self.synthesizer, self.question);
         for (i, s) in sources.iter().enumerate() {

@@ -7,8 +7,8 @@
 //! No endpoint configured means "research unavailable": the rung fails and the ladder moves on.
 
 use crate::{
-    ExtractiveSynthesizer, Goal, Inference, QueryBuilder, RequestId, ResearchConfig, ResearchEvent,
-    ResearchOutcome as Found, ResearchRequest, ResearchRunner, ScreenText, SearchBackend,
+    ExtractiveSynthesizer, Goal, Inference, Query, QueryBuilder, RequestId, ResearchConfig, ResearchEvent,
+    ResearchOutcome as Found, ResearchRequest, ResearchRunner, ScreenText, Synthesizer,
 };
 use serde_json::{json, Value};
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -44,20 +44,32 @@ impl RungResult {
 /// The research rung's handle: unavailable, or a lazily started runner thread.
 pub struct ResearchWiring {
     config: Option<ResearchConfig>,
+    synthesizer: Arc<dyn Synthesizer>,
     runner: Option<(ResearchRunner, Receiver<ResearchEvent>)>,
     in_flight: Option<(RequestId, String)>,
     screen: String,
 }
 
+/// What the research rung asks: the planner's question (or the session's own from the goal and its
+/// inferences) and which skill answers it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ask {
+    /// The user's goal: its words may be sent even when the screen shows them.
+    pub goal: String,
+    /// The question a deliberative reply wrote, if any.
+    pub question: Option<String>,
+    /// The agent's inferences, used when there is no question (or it was refused).
+    pub inferences: Vec<String>,
+    /// Deep research (FR-SKILL-004) rather than search-and-fetch (FR-SKILL-003).
+    pub deep: bool,
+}
+
 impl ResearchWiring {
-    /// `endpoint`: the base URL of a SearxNG instance (its JSON API); `None` means research is unavailable.
-    /// `within`: the research rung's timeout; one research is bounded to finish inside it (at least 1 s),
-    /// so its result arrives while the rung is still waiting for it (FR-LOOP-006).
-    pub fn new(endpoint: Option<String>, within: std::time::Duration) -> ResearchWiring {
-        let mut config = ResearchConfig {
-            search: endpoint.map(|base_url| SearchBackend::Searxng { base_url }),
-            ..ResearchConfig::default()
-        };
+    /// `config` comes from the user (`search: None` means research is unavailable). `within`: the research
+    /// rung's timeout; one research is bounded to finish inside it (at least 1 s), so its result arrives
+    /// while the rung is still waiting for it (FR-LOOP-006). Deep research's brief is written by the
+    /// extractive synthesizer unless [`ResearchWiring::with_synthesizer`] gives a model's.
+    pub fn new(mut config: ResearchConfig, within: std::time::Duration) -> ResearchWiring {
         let within = within.max(std::time::Duration::from_secs(1));
         let l = &mut config.limits;
         l.wall_clock = l.wall_clock.min(within);
@@ -67,14 +79,26 @@ impl ResearchWiring {
         ResearchWiring::with_config(config)
     }
 
-    /// With a full research configuration (bounds, backend) from the user; `search: None` is unavailable.
+    /// With a full research configuration (bounds, backend) from the user, used as it is.
     pub fn with_config(config: ResearchConfig) -> ResearchWiring {
         ResearchWiring {
             config: config.search.is_some().then_some(config),
+            synthesizer: Arc::new(ExtractiveSynthesizer),
             runner: None,
             in_flight: None,
             screen: String::new(),
         }
+    }
+
+    /// The synthesizer that writes deep research's brief (the deliberative model's, in `run`).
+    pub fn with_synthesizer(mut self, synthesizer: Arc<dyn Synthesizer>) -> ResearchWiring {
+        self.synthesizer = synthesizer;
+        self
+    }
+
+    /// The bounds research runs under; `None` when research is unavailable.
+    pub fn limits(&self) -> Option<&crate::ResearchLimits> {
+        self.config.as_ref().map(|c| &c.limits)
     }
 
     /// The text last seen on screen: never sent, only used to refuse a query that repeats it.
@@ -82,29 +106,50 @@ impl ResearchWiring {
         self.screen = text.to_string();
     }
 
-    /// Starts a search-and-fetch lookup about `goal` and the agent's `inferences`; returns at once.
-    /// `Err` when no backend is configured, a lookup is already running, the query is refused, or the
-    /// research thread cannot start.
-    pub fn start(&mut self, goal: &str, inferences: &[String]) -> Result<(), String> {
+    /// The query for `ask`: its question when it has one the screen-text guard lets through, otherwise the
+    /// goal and inferences. The second value says which, and why a question was passed over.
+    fn query(&self, ask: &Ask, max_chars: usize) -> Result<(Query, String), String> {
+        let goal = Goal::new(ask.goal.as_str());
+        let screen = ScreenText::new(self.screen.clone());
+        let mut passed_over = String::new();
+        if let Some(q) = &ask.question {
+            let question = Inference::new(q.as_str());
+            match QueryBuilder::new(&goal)
+                .without_goal_text()
+                .inference(&question)
+                .build(&screen, max_chars)
+            {
+                Ok(query) => return Ok((query, "the planner's question".into())),
+                Err(e) => passed_over = format!(" (the planner's question was refused: {e})"),
+            }
+        }
+        let inferences: Vec<Inference> = ask
+            .inferences
+            .iter()
+            .map(|i| Inference::new(i.as_str()))
+            .collect();
+        let builder = inferences
+            .iter()
+            .fold(QueryBuilder::new(&goal), |b, i| b.inference(i));
+        let query = builder
+            .build(&screen, max_chars)
+            .map_err(|e| format!("research query refused: {e}{passed_over}"))?;
+        Ok((query, format!("the goal and subgoal{passed_over}")))
+    }
+
+    /// Starts a lookup for `ask`; returns at once with where the query came from. `Err` when no backend
+    /// is configured, a lookup is already running, the query is refused, or the research thread cannot
+    /// start.
+    pub fn start(&mut self, ask: &Ask) -> Result<String, String> {
         let Some(config) = self.config.clone() else {
             return Err(UNAVAILABLE.into());
         };
         if self.in_flight.is_some() {
             return Err("research already running".into());
         }
-        let goal = Goal::new(goal);
-        let inferences: Vec<Inference> = inferences.iter().map(|i| Inference::new(i.as_str())).collect();
-        let builder = inferences
-            .iter()
-            .fold(QueryBuilder::new(&goal), |b, i| b.inference(i));
-        let query = builder
-            .build(
-                &ScreenText::new(self.screen.clone()),
-                config.limits.max_query_chars,
-            )
-            .map_err(|e| format!("research query refused: {e}"))?;
+        let (query, from) = self.query(ask, config.limits.max_query_chars)?;
         if self.runner.is_none() {
-            let runner = ResearchRunner::spawn(config, Arc::new(ExtractiveSynthesizer))
+            let runner = ResearchRunner::spawn(config, self.synthesizer.clone())
                 .map_err(|e| format!("research could not start: {e}"))?;
             self.runner = Some(runner);
         }
@@ -112,11 +157,16 @@ impl ResearchWiring {
             return Err("research could not start".into());
         };
         let text = query.as_str().to_string();
+        let request = if ask.deep {
+            ResearchRequest::deep(query)
+        } else {
+            ResearchRequest::search_and_fetch(query)
+        };
         let id = runner
-            .submit(ResearchRequest::search_and_fetch(query))
+            .submit(request)
             .map_err(|e| format!("research could not start: {e}"))?;
         self.in_flight = Some((id, text));
-        Ok(())
+        Ok(from)
     }
 
     /// The finished lookup, if one finished since the last call; never waits. A research thread that died
@@ -165,20 +215,35 @@ fn cut(s: &str, max: usize) -> String {
 
 fn outcome_of(query: String, outcome: Found, log: Option<Value>) -> RungResult {
     let (excerpts, sources): (Vec<(String, String, String)>, Vec<String>) = match &outcome {
+        // Deep research's brief leads, as one more untrusted excerpt citing every source it used.
         Found::Completed(r) => (
-            r.excerpts
+            r.brief
                 .iter()
-                .map(|e| (e.source_url.clone(), e.retrieved_at.clone(), e.text.clone()))
+                .map(|b| (b.sources().join(" "), b.generated_at.clone(), b.body()))
+                .chain(
+                    r.excerpts
+                        .iter()
+                        .map(|e| (e.source_url.clone(), e.retrieved_at.clone(), e.text.clone())),
+                )
                 .collect(),
             r.sources(),
         ),
         _ => (Vec::new(), Vec::new()),
     };
+    let kind = match &outcome {
+        Found::Completed(r) => r.kind.as_str(),
+        _ => "",
+    };
     let note = if excerpts.is_empty() {
         String::new()
     } else {
+        let what = if kind == "deep" {
+            "deep research"
+        } else {
+            "research"
+        };
         let head = format!(
-            "research on \"{}\" read {} source(s), findings in the untrusted research block (source: ",
+            "{what} on \"{}\" read {} source(s), findings in the untrusted research block (source: ",
             cut(&query, 60),
             sources.len()
         );
@@ -187,6 +252,7 @@ fn outcome_of(query: String, outcome: Found, log: Option<Value>) -> RungResult {
     };
     let log = json!({
         "query": query,
+        "kind": kind,
         "outcome": outcome.name(),
         "sources": sources,
         "excerpts": excerpts
@@ -214,11 +280,31 @@ mod tests {
     use std::net::TcpListener;
     use std::time::{Duration, Instant};
 
+    fn ask(goal: &str, inferences: &[&str]) -> Ask {
+        Ask {
+            goal: goal.into(),
+            inferences: inferences.iter().map(|i| i.to_string()).collect(),
+            ..Ask::default()
+        }
+    }
+
+    fn searxng(base_url: &str) -> ResearchConfig {
+        ResearchConfig {
+            search: Some(crate::SearchBackend::Searxng {
+                base_url: base_url.into(),
+            }),
+            ..ResearchConfig::default()
+        }
+    }
+
     #[test]
     fn no_endpoint_is_unavailable_and_never_fakes_an_answer() {
         // FR-LOOP-006, FR-SKILL-003 (no backend: the rung reports "research unavailable")
-        let mut w = ResearchWiring::new(None, Duration::from_secs(13));
-        assert_eq!(w.start("cross the river", &[]), Err(UNAVAILABLE.to_string()));
+        let mut w = ResearchWiring::new(ResearchConfig::default(), Duration::from_secs(13));
+        assert_eq!(
+            w.start(&ask("cross the river", &[])),
+            Err(UNAVAILABLE.to_string())
+        );
         assert!(w.in_flight.is_none());
         assert_eq!(w.poll(), None);
     }
@@ -226,14 +312,23 @@ mod tests {
     #[test]
     fn a_query_repeating_screen_text_is_refused() {
         // FR-SKILL-005: recognised screen text is never sent verbatim
-        let mut w = ResearchWiring::new(Some("http://127.0.0.1:9".into()), Duration::from_secs(13));
+        let mut w = ResearchWiring::new(searxng("http://127.0.0.1:9"), Duration::from_secs(13));
         w.observe_screen("private message from alice_the_great: meet me at the docks");
-        let r = w.start(
+        let r = w.start(&ask(
             "cross the river",
-            &["alice_the_great: meet me at the docks".to_string()],
-        );
+            &["alice_the_great: meet me at the docks"],
+        ));
         assert!(r.is_err_and(|e| e.starts_with("research query refused")));
         assert!(w.in_flight.is_none());
+        // The planner's question is held to the same guard; refused, the goal's own query is sent.
+        let mut refused = ask("cross the river", &[]);
+        refused.question = Some("what does alice_the_great mean by the docks".into());
+        let from = w.start(&refused).unwrap();
+        assert!(from.contains("the planner's question was refused"), "{from}");
+        assert_eq!(
+            w.in_flight.as_ref().map(|f| f.1.as_str()),
+            Some("cross the river")
+        );
     }
 
     #[test]
@@ -290,8 +385,9 @@ mod tests {
         assert_eq!(o.log["detail"]["deadline_hit"], true);
     }
 
-    /// Serves `n` requests: a SearxNG-shaped reply whose only result is `/guide` on loopback, and that page.
-    fn searx(n: usize) -> (String, std::thread::JoinHandle<()>) {
+    /// Serves `n` requests: a SearxNG-shaped reply listing `pages` guide pages on loopback, and those pages
+    /// (`/guide0`, `/guide1`, …), which agree on how the river is crossed.
+    fn searx_pages(n: usize, pages: usize) -> (String, std::thread::JoinHandle<()>) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let h = std::thread::spawn(move || {
@@ -303,13 +399,20 @@ mod tests {
                 let (ctype, body) = if req.starts_with("GET /guide") {
                     (
                         "text/html",
-                        "<html><body><p>To cross the river, pull the lever to lower the bridge.</p></body></html>"
+                        "<html><body><p>To cross the river, pull the lever to lower the bridge.</p>\
+                         <p>The lever is left of the river bank.</p></body></html>"
                             .to_string(),
                     )
                 } else {
-                    ("application/json", format!(
-                    "{{\"results\":[{{\"url\":\"http://{addr}/guide\",\"title\":\"Guide\",\"content\":\"the river\"}}]}}"
-                ))
+                    let results: Vec<String> = (0..pages)
+                        .map(|i| {
+                            format!("{{\"url\":\"http://{addr}/guide{i}\",\"title\":\"Guide\",\"content\":\"the river\"}}")
+                        })
+                        .collect();
+                    (
+                        "application/json",
+                        format!("{{\"results\":[{}]}}", results.join(",")),
+                    )
                 };
                 let _ = write!(
                     s,
@@ -322,13 +425,59 @@ mod tests {
         (format!("http://{addr}"), h)
     }
 
+    fn searx(n: usize) -> (String, std::thread::JoinHandle<()>) {
+        searx_pages(n, 1)
+    }
+
+    fn wait(w: &mut ResearchWiring) -> RungResult {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(o) = w.poll() {
+                return o;
+            }
+            assert!(Instant::now() < deadline, "no result");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn deep_research_reads_several_sources_and_leads_with_a_brief() {
+        // FR-SKILL-004: several sources, cross-checked, a brief (here the extractive synthesizer's) first
+        let (base, server) = searx_pages(4, 3);
+        let mut w = ResearchWiring::with_config(ResearchConfig {
+            allow_private_addresses: true,
+            ..searxng(&base)
+        });
+        let mut asked = ask("cross the river", &[]);
+        asked.deep = true;
+        w.start(&asked).unwrap();
+        let out = wait(&mut w);
+        server.join().unwrap();
+        assert_eq!(out.log["kind"], "deep", "{}", out.log);
+        assert_eq!(out.log["sources"].as_array().map(Vec::len), Some(3));
+        assert_eq!(out.excerpts.len(), 4, "the brief, then one excerpt per source");
+        let (cites, _, brief) = &out.excerpts[0];
+        assert!(
+            brief.starts_with("Research brief (extractive, no model) on: cross the river"),
+            "{brief}"
+        );
+        assert!(brief.contains("(corroborated)"), "{brief}");
+        assert_eq!(cites.split(' ').count(), 3, "{cites}");
+        assert!(
+            out.note
+                .starts_with("deep research on \"cross the river\" read 3 source(s)"),
+            "{}",
+            out.note
+        );
+    }
+
     #[test]
     fn start_returns_at_once_and_poll_delivers_the_result() {
         // NFR-LOOP-001 (never blocks), FR-SKILL-003; a result page on loopback is refused by default, so the
         // lookup ends with nothing found and the rung will fail rather than invent an answer
         let (base, server) = searx(1);
-        let mut w = ResearchWiring::new(Some(base), Duration::from_secs(13));
-        w.start("cross the river", &["stuck at the river bank".into()])
+        let mut w = ResearchWiring::new(searxng(&base), Duration::from_secs(13));
+        w.start(&ask("cross the river", &["stuck at the river bank"]))
             .unwrap();
         assert!(w.in_flight.is_some());
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -352,17 +501,13 @@ mod tests {
         // FR-SKILL-003, FR-SKILL-005, NFR-LOOP-001; the user allows loopback pages for this test only
         let (base, server) = searx(2);
         let mut w = ResearchWiring::with_config(ResearchConfig {
-            search: Some(SearchBackend::Searxng {
-                base_url: base.clone(),
-            }),
             allow_private_addresses: true,
-            ..ResearchConfig::default()
+            ..searxng(&base)
         });
-        w.start("cross the river", &[]).unwrap();
-        assert_eq!(
-            w.start("cross the river", &[]),
-            Err("research already running".to_string())
-        );
+        let mut asked = ask("cross the river", &["stuck at the bank"]);
+        asked.question = Some("how is the bridge lowered".into());
+        assert_eq!(w.start(&asked).as_deref(), Ok("the planner's question"));
+        assert_eq!(w.start(&asked), Err("research already running".to_string()));
         let deadline = Instant::now() + Duration::from_secs(20);
         let out = loop {
             if let Some(o) = w.poll() {
@@ -373,12 +518,14 @@ mod tests {
         };
         server.join().unwrap();
         assert!(out.found(), "{}", out.log);
-        let guide = format!("{base}/guide");
+        let guide = format!("{base}/guide0");
         assert_eq!(out.excerpts[0].0, guide);
         assert!(out.excerpts[0].2.contains("pull the lever"));
         assert!(out.excerpts[0].1.ends_with('Z'));
         assert!(out.note.ends_with(&format!("(source: {guide})")), "{}", out.note);
         assert_eq!(out.log["sources"][0], guide.as_str());
+        assert_eq!(out.query, "how is the bridge lowered");
+        assert_eq!(out.log["kind"], "search_and_fetch");
         assert_eq!(w.poll(), None);
     }
 
@@ -393,9 +540,9 @@ mod tests {
             std::thread::sleep(Duration::from_secs(6));
             drop(conn);
         });
-        let mut w = ResearchWiring::new(Some(format!("http://{addr}")), Duration::from_secs(2));
+        let mut w = ResearchWiring::new(searxng(&format!("http://{addr}")), Duration::from_secs(2));
         let started = Instant::now();
-        w.start("cross the river", &[]).unwrap();
+        w.start(&ask("cross the river", &[])).unwrap();
         let out = loop {
             if let Some(o) = w.poll() {
                 break o;

@@ -24,12 +24,14 @@ pub struct DeliberationRequest {
 pub struct DeliberationResult {
     pub pass: u64,
     pub plan: Result<PlanSpec, String>,
+    /// The research question the reply wrote (kept even when its plan is refused).
+    pub research: Option<String>,
     pub prompt_json: Value,
     pub reply_text: String,
     pub latency_ms: f64,
 }
 
-pub use gamepilot_session::plan::{plan_from_reply, plan_schema, Postconditions};
+pub use gamepilot_session::plan::{plan_from_reply, plan_schema, research_question, Postconditions};
 
 /// Serve one deliberative pass.
 pub fn deliberate(
@@ -54,6 +56,7 @@ pub fn deliberate(
         Ok(r) => DeliberationResult {
             pass: req.pass,
             plan: plan_from_reply(&r.value, post, req.first_id),
+            research: research_question(&r.value),
             prompt_json,
             reply_text: r.reply.content.clone(),
             latency_ms: r.reply.timings.wall_ms,
@@ -61,6 +64,7 @@ pub fn deliberate(
         Err(e) => DeliberationResult {
             pass: req.pass,
             plan: Err(e.to_string()),
+            research: None,
             prompt_json,
             reply_text: String::new(),
             latency_ms: 0.0,

@@ -21,6 +21,7 @@ pub mod sensor_worker;
 pub mod session_inputs;
 pub mod steering;
 pub mod stop_signals;
+pub mod synthesis;
 pub mod tactical;
 pub mod templates;
 pub mod worker;

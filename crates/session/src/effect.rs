@@ -149,7 +149,11 @@ impl fmt::Debug for DeliberationJob {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResearchJob {
     pub goal: String,
+    /// The question a deliberative reply wrote; `None`: the query is built from the goal and inferences.
+    pub question: Option<String>,
     pub inferences: Vec<String>,
+    /// Deep research (several sources, cross-checked, a brief) rather than search-and-fetch.
+    pub deep: bool,
     /// The latest observation text (the research crate keeps screen text out of queries).
     pub screen: String,
 }

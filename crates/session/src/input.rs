@@ -301,6 +301,9 @@ pub struct PlanOutcome {
     pub plan: Result<PlanSpec, String>,
     #[serde(default)]
     pub latency_ms: f64,
+    /// The research question the reply wrote, if any (asked when the ladder reaches research).
+    #[serde(default)]
+    pub research: Option<String>,
 }
 
 /// A research's result. Excerpts are untrusted text: `(source, retrieved, text)`.

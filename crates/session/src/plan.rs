@@ -30,11 +30,30 @@ pub fn plan_schema(post: &Postconditions) -> Value {
                     "required": ["description", "postcondition", "max_actions", "max_time_s"],
                     "additionalProperties": false
                 }
-            }
+            },
+            "research": {"type": "string", "maxLength": RESEARCH_QUESTION_MAX_CHARS}
         },
         "required": ["subgoals"],
         "additionalProperties": false
     })
+}
+
+/// Longest research question a plan may carry.
+pub const RESEARCH_QUESTION_MAX_CHARS: usize = 160;
+
+/// The research question a deliberative reply wrote (FR-LOOP-006's research rung asks it when the ladder
+/// gets there): trimmed, whitespace folded, cut to [`RESEARCH_QUESTION_MAX_CHARS`]; `None` when absent or
+/// blank.
+pub fn research_question(value: &Value) -> Option<String> {
+    let q = value.get("research")?.as_str()?;
+    let q: String = q
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(RESEARCH_QUESTION_MAX_CHARS)
+        .collect();
+    (q.chars().any(char::is_alphanumeric)).then_some(q)
 }
 
 /// Turn a schema-valid reply into a plan; handles are indexes into `post.sources`.
@@ -242,6 +261,16 @@ mod tests {
         assert_eq!(plan.subgoals[0].id, SubgoalId(10));
         assert_eq!(plan.subgoals[0].postcondition.handle, 1);
         assert_eq!(plan.subgoals[1].budget.max_time_ms, Some(120_000));
+        assert_eq!(research_question(&v), None);
+        let asked = json!({"subgoals": v["subgoals"], "research": "  how do I  open the gate?\n"});
+        gamepilot_context::validate(&plan_schema(&post), &asked).unwrap();
+        assert_eq!(
+            research_question(&asked).as_deref(),
+            Some("how do I open the gate?")
+        );
+        assert_eq!(research_question(&json!({"research": " ? "})), None);
+        let long = json!({"subgoals": v["subgoals"], "research": "x".repeat(200)});
+        assert!(gamepilot_context::validate(&plan_schema(&post), &long).is_err());
         let bad = json!({"subgoals": [{"description": "x", "postcondition": "health > 0", "max_actions": 5, "max_time_s": 30}]});
         assert!(
             gamepilot_context::validate(&plan_schema(&post), &bad).is_err(),

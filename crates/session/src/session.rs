@@ -275,6 +275,10 @@ pub struct Session {
     /// The model's last reply that was grounded into an action, and, on the retry rung, that reply waiting
     /// to be grounded once more on the next fresh observation (FR-LOOP-006).
     last_reply: Option<TacticalReply>,
+    /// The latest research question a deliberative reply wrote, asked when the ladder reaches research.
+    research_question: Option<String>,
+    /// Research rungs reached so far; the second and later are deep research (FR-SKILL-004).
+    research_rungs: u32,
     retry: Option<TacticalReply>,
     last_observation: String,
     last_scene: Option<SceneKind>,
@@ -457,6 +461,8 @@ impl Session {
             began: start,
             user_paused: None,
             last_reply: None,
+            research_question: None,
+            research_rungs: 0,
             retry: None,
             last_observation: String::from("(nothing observed yet)"),
             last_scene: None,
@@ -825,15 +831,21 @@ impl Session {
                                 ));
                             }
                         }
+                        // FR-LOOP-006, FR-SKILL-003/004: the question the planner wrote (the session's own
+                        // from the goal and subgoal when it wrote none); the second research rung of a
+                        // session is deep research.
                         Rung::Research => {
+                            self.research_rungs += 1;
                             let mut inferences = Vec::new();
                             if let Some(d) = self.state.status().subgoal_description {
                                 inferences.push(format!("how to {d}"));
                             }
                             out.push(Effect::StartResearch(ResearchJob {
                                 goal: self.cfg.goal.clone(),
+                                question: self.research_question.take(),
                                 inferences,
                                 screen: self.last_observation.clone(),
+                                deep: self.research_rungs >= 2,
                             }));
                         }
                         Rung::SafeState => {
@@ -1622,6 +1634,12 @@ impl Session {
     }
 
     fn on_plan(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        if let Some(q) = p.research.clone() {
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!("pass {} wrote a research question: {q:?}", p.pass),
+            }));
+            self.research_question = Some(q);
+        }
         // Issue 16: a degenerate plan (subgoals alike, a postcondition already true) is refused with its
         // reason, which the model reads when it is asked again, once; a second degenerate answer (or the
         // first, when only one postcondition is offered) is repaired — repeats and reached subgoals

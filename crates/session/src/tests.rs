@@ -169,6 +169,7 @@ fn planned() -> (Session, Vec<Effect>) {
         .any(|e| matches!(e, Effect::StartDeliberation(j) if j.pass == 1)));
     let adopted = s.step(
         Input::Plan(PlanOutcome {
+            research: None,
             pass: 1,
             plan: Ok(two_step_plan()),
             latency_ms: 10.0,
@@ -185,6 +186,7 @@ fn started_with(cfg: SessionConfig, plan: PlanSpec) -> (Session, Vec<Effect>) {
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            research: None,
             pass: 1,
             plan: Ok(plan),
             latency_ms: 1.0,
@@ -582,14 +584,14 @@ fn verdict_with(
 ) -> Vec<Effect> {
     let tick = tactical_jobs(fx)[0].tick;
     *t += 100;
-    let sub = s.step(outcome(tick, menu(), action), ms(*t));
-    let (id, _, _) = submits(&sub)[0].clone();
+    let mut all = s.step(outcome(tick, menu(), action), ms(*t));
+    let (id, _, _) = submits(&all)[0].clone();
     for r in between {
         *t += 100;
-        s.step(Input::Reflex(r.clone()), ms(*t));
+        all.extend(s.step(Input::Reflex(r.clone()), ms(*t)));
     }
     *t += 100;
-    let mut all = s.step(Input::Evidence { action: id, changed }, ms(*t));
+    all.extend(s.step(Input::Evidence { action: id, changed }, ms(*t)));
     *t += 2000;
     all.extend(s.step(Input::Reflex(reflex(*t / 100)), ms(*t)));
     all
@@ -861,6 +863,7 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired()
     };
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            research: None,
             pass: 1,
             plan: Ok(twice),
             latency_ms: 1.0,
@@ -894,6 +897,7 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired()
     s.step(Input::Reflex(tick), ms(20));
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            research: None,
             pass: 1,
             plan: Ok(two_step_plan()),
             latency_ms: 1.0,
@@ -933,6 +937,7 @@ fn a_plan_asked_again_with_nothing_sound_left_falls_back_to_the_goal_itself() {
     for (at, asks_again) in [(10, true), (20, false)] {
         let fx = s.step(
             Input::Plan(PlanOutcome {
+                research: None,
                 pass: 1,
                 plan: Ok(reached()),
                 latency_ms: 1.0,
@@ -977,6 +982,7 @@ fn with_one_postcondition_offered_a_repeating_plan_is_repaired_at_once() {
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            research: None,
             pass: 1,
             plan: Ok(PlanSpec {
                 subgoals: vec![
@@ -1139,20 +1145,126 @@ fn the_retry_rung_grounds_the_last_intention_again_without_the_model_once() {
 /// A planned session whose tactical ticks keep proposing key `x`, each refuted, until the ladder is on `rung`
 /// (at most twelve actions): the session, the last effects and the time reached (ms).
 fn refuted_until(rung: gamepilot_planner::Rung) -> (Session, Vec<Effect>, u64) {
-    let (mut s, mut fx) = planned();
-    let mut t = 10;
-    for _ in 0..12 {
+    let (mut s, fx) = planned();
+    let (fx, t) = refute_until(&mut s, fx, 10, rung);
+    (s, fx, t)
+}
+
+/// Refutes the session's actions until the ladder is on `rung` (at most twenty): key `x` until the
+/// alternative-action rung refuses it, then other keys. The last effects and the time reached (ms).
+fn refute_until(
+    s: &mut Session,
+    mut fx: Vec<Effect>,
+    mut t: u64,
+    rung: gamepilot_planner::Rung,
+) -> (Vec<Effect>, u64) {
+    for i in 0..20 {
         if s.loop_state().rung() == Some(rung) {
             break;
         }
+        let key = match s.loop_state().refused_action() {
+            None => "x".to_string(),
+            Some(_) => ["y", "z", "a", "b", "c", "d", "e", "f"][i % 8].to_string(),
+        };
         fx = verdict_with(
-            &mut s,
+            s,
             &fx,
             &mut t,
-            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
+            reply(TacticalReply::Act(Action::Key { key })),
             &[],
             Some(false),
         );
     }
-    (s, fx, t)
+    assert_eq!(
+        s.loop_state().rung(),
+        Some(rung),
+        "the ladder never reached {rung:?}"
+    );
+    (fx, t)
+}
+
+fn research_jobs(effects: &[Effect]) -> Vec<&crate::ResearchJob> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::StartResearch(j) => Some(j),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_research_rung_asks_the_planners_question_and_the_second_goes_deep() {
+    // FR-LOOP-006 (research rung), FR-SKILL-003 (the first: search and fetch), FR-SKILL-004 (the second:
+    // deep research)
+    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    s.step(Input::Start, ms(0));
+    let fx = s.step(
+        Input::Plan(PlanOutcome {
+            research: Some("how do I start a game".into()),
+            pass: 1,
+            plan: Ok(two_step_plan()),
+            latency_ms: 1.0,
+        }),
+        ms(10),
+    );
+    let (fx, mut t) = refute_until(&mut s, fx, 10, gamepilot_planner::Rung::Research);
+    let jobs = research_jobs(&fx);
+    assert_eq!(jobs.len(), 1, "{fx:?}");
+    assert_eq!(jobs[0].question.as_deref(), Some("how do I start a game"));
+    assert_eq!(jobs[0].inferences, vec!["how to start the game".to_string()]);
+    assert!(!jobs[0].deep);
+    // Research found nothing: the rung failed, the ladder is on safe state.
+    t += 100;
+    s.step(
+        Input::Research(crate::ResearchOutcome {
+            query: "how do I start a game".into(),
+            excerpts: Vec::new(),
+            note: String::new(),
+            found: false,
+        }),
+        ms(t),
+    );
+    assert_eq!(s.loop_state().rung(), Some(gamepilot_planner::Rung::SafeState));
+    // Progress (a confirmed action) returns the ladder to idle; stuck again, the next research is deep.
+    let tick = match tactical_jobs(&fx).first() {
+        Some(j) => j.tick,
+        None => tactical_jobs_after(&mut s, &mut t),
+    };
+    t += 100;
+    let sub = s.step(
+        outcome(
+            tick,
+            menu(),
+            reply(TacticalReply::Act(Action::Key { key: "g".into() })),
+        ),
+        ms(t),
+    );
+    let (id, _, _) = submits(&sub)[0].clone();
+    t += 100;
+    let fx = s.step(
+        Input::Evidence {
+            action: id,
+            changed: Some(true),
+        },
+        ms(t),
+    );
+    assert_eq!(s.loop_state().rung(), None);
+    let (fx, _) = refute_until(&mut s, fx, t, gamepilot_planner::Rung::Research);
+    let jobs = research_jobs(&fx);
+    assert_eq!(jobs.len(), 1, "{fx:?}");
+    assert!(jobs[0].deep, "the second research rung is deep research");
+    assert_eq!(jobs[0].question, None, "a question is asked once");
+}
+
+/// Steps reflex ticks until the session starts a tactical call; its tick.
+fn tactical_jobs_after(s: &mut Session, t: &mut u64) -> u64 {
+    for _ in 0..50 {
+        *t += 500;
+        let fx = s.step(Input::Reflex(reflex(*t / 100)), ms(*t));
+        if let Some(j) = tactical_jobs(&fx).first() {
+            return j.tick;
+        }
+    }
+    panic!("no tactical call started");
 }

@@ -69,8 +69,8 @@ pub struct AgentConfig {
     /// before it is rejected; zero rejects at once (FR-SAFE-005).
     pub confirm_timeout: Duration,
     pub quiet: bool,
-    /// SearxNG base URL for the ladder's research rung; `None`: research unavailable.
-    pub research_endpoint: Option<String>,
+    /// The ladder's research rung: its SearxNG endpoint (`None`: unavailable) and the user's bounds.
+    pub research: gamepilot_research::ResearchConfig,
     /// The sensor whose increase is progress (FR-LOOP-005's stalled-progress signal); `None`: that signal
     /// stays off.
     pub progress_sensor: Option<String>,
@@ -319,6 +319,7 @@ impl Wiring<'_> {
                                 "the deliberative pass panicked: {}",
                                 panic_text(p.as_ref())
                             )),
+                            research: None,
                             prompt_json: serde_json::Value::Null,
                             reply_text: String::new(),
                             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -328,13 +329,30 @@ impl Wiring<'_> {
             }
             Effect::StartResearch(job) => {
                 self.research.observe_screen(&job.screen);
-                if let Err(reason) = self.research.start(&job.goal, &job.inferences) {
-                    return Ok(vec![Input::Research(gamepilot_session::ResearchOutcome {
-                        query: String::new(),
-                        excerpts: Vec::new(),
-                        note: reason,
-                        found: false,
-                    })]);
+                let ask = gamepilot_research::wiring::Ask {
+                    goal: job.goal,
+                    question: job.question,
+                    inferences: job.inferences,
+                    deep: job.deep,
+                };
+                match self.research.start(&ask) {
+                    Ok(from) => {
+                        let what = if ask.deep { "deep research" } else { "research" };
+                        self.rec.record(
+                            now(),
+                            Record::Note {
+                                text: format!("{what} started, asking {from}"),
+                            },
+                        )?;
+                    }
+                    Err(reason) => {
+                        return Ok(vec![Input::Research(gamepilot_session::ResearchOutcome {
+                            query: String::new(),
+                            excerpts: Vec::new(),
+                            note: reason,
+                            found: false,
+                        })]);
+                    }
                 }
             }
             Effect::AskConfirmation(job) => {
@@ -611,10 +629,22 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
         tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
     })?;
     let (delib_tx, from_delib) = mpsc::sync_channel::<DeliberationResult>(DELIBERATIONS);
-    let research = gamepilot_research::wiring::ResearchWiring::new(
-        cfg.research_endpoint.clone(),
-        Duration::from_millis(cfg.loop_cfg.rung_timeout_ms.saturating_sub(2_000)),
-    );
+    let within = Duration::from_millis(cfg.loop_cfg.rung_timeout_ms.saturating_sub(2_000));
+    if cfg.research.search.is_some() && cfg.research.limits.wall_clock > within {
+        say_err!(
+            "research: bounded to {:.1} s, the research rung's time less 2 s (asked {:.1} s)",
+            within.as_secs_f64(),
+            cfg.research.limits.wall_clock.as_secs_f64()
+        );
+    }
+    let research = gamepilot_research::wiring::ResearchWiring::new(cfg.research.clone(), within)
+        .with_synthesizer(std::sync::Arc::new(
+            gamepilot_runtime::synthesis::HostSynthesizer::new(
+                cfg.deliberative_client.clone(),
+                &cfg.model_name,
+                cancel.clone(),
+            ),
+        ));
     let mut w = Wiring {
         cfg: &cfg,
         rec,
@@ -698,6 +728,7 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 pass: d.pass,
                 plan: d.plan,
                 latency_ms: d.latency_ms,
+                research: d.research,
             }));
         }
         let mut tactical_results = Vec::new();

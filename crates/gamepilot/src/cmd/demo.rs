@@ -125,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         // Nobody can click an overlay on the demo's private display: destructive actions are rejected.
         confirm_timeout: std::time::Duration::ZERO,
         quiet: args.quiet,
-        research_endpoint: None,
+        research: gamepilot_research::ResearchConfig::default(),
         progress_sensor: Some(
             args.stuck
                 .progress_sensor

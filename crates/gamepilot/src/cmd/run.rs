@@ -252,6 +252,46 @@ impl GroundingChoice {
     }
 }
 
+/// The escalation ladder's research rung and its bounds (FR-SKILL-003/004), set by the user only.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ResearchArgs {
+    /// Base URL of a SearxNG instance (its JSON API); without it research is unavailable and the rung
+    /// moves on.
+    #[arg(long = "search-endpoint", value_name = "URL")]
+    pub search_endpoint: Option<String>,
+    /// Most sources one research reads: search-and-fetch reads at most 2 of them, deep research (the
+    /// second research rung of a session) all of them.
+    #[arg(long = "research-sources", default_value_t = 5)]
+    pub sources: usize,
+    /// Tokens one research may add to the context, its excerpts and brief together.
+    #[arg(long = "research-tokens", default_value_t = 3000)]
+    pub tokens: usize,
+    /// Seconds one research may take, search, reading and brief included (at most the research rung's
+    /// time less 2 s).
+    #[arg(long = "research-seconds", default_value_t = 13.0)]
+    pub seconds: f64,
+    /// Let research read pages on loopback and private addresses (a wiki on the user's own network).
+    #[arg(long = "research-private-addresses")]
+    pub private_addresses: bool,
+}
+
+impl ResearchArgs {
+    pub fn config(&self) -> anyhow::Result<gamepilot_research::ResearchConfig> {
+        anyhow::ensure!(
+            self.seconds.is_finite() && self.seconds > 0.0,
+            "--research-seconds must be a positive number of seconds"
+        );
+        gamepilot_research::ResearchConfig::from_user(
+            self.search_endpoint.clone(),
+            self.sources,
+            self.tokens,
+            Duration::from_secs_f64(self.seconds),
+            self.private_addresses,
+        )
+        .context("research bounds (--research-*)")
+    }
+}
+
 /// No-progress detection settings (FR-LOOP-005; the defaults are justified in docs/stuck-thresholds.md).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct StuckArgs {
@@ -335,10 +375,8 @@ pub struct Args {
     /// or y/N at the terminal) before it is rejected and the model told why; 0 rejects at once.
     #[arg(long = "confirm-timeout-s", default_value_t = 30)]
     pub confirm_timeout_s: u64,
-    /// Base URL of a SearxNG instance for the escalation ladder's research rung (its JSON API); without
-    /// it research is unavailable and the rung moves on.
-    #[arg(long = "search-endpoint", value_name = "URL")]
-    pub search_endpoint: Option<String>,
+    #[command(flatten)]
+    pub research: ResearchArgs,
     #[command(flatten)]
     pub stuck: StuckArgs,
     /// Grounding paths: auto chooses per scene class from confirmation rates; one name forces that path.
@@ -618,7 +656,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         unattended: args.unattended,
         confirm_timeout: std::time::Duration::from_secs(args.confirm_timeout_s),
         quiet: false,
-        research_endpoint: args.search_endpoint.clone(),
+        research: args.research.config()?,
         progress_sensor: args.stuck.progress_sensor.clone(),
         grounding_paths: args.grounding.paths(),
         steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
