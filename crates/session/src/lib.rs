@@ -9,6 +9,7 @@ pub mod eval;
 pub mod input;
 pub mod plan;
 pub mod relevance;
+pub mod safe_state;
 pub mod scene;
 pub mod selfid;
 mod session;

@@ -13,6 +13,7 @@ use crate::input::{
     ActionEnd, ConfirmationAnswer, FailureKind, FrameHealth, Input, InterlockKind, ModelReply, PlanOutcome,
     ReflexReport, ReflexStats, Rejection, ResearchOutcome, TacticalOutcome,
 };
+use crate::safe_state::{Begin, SafeState, ScreenPrint, Step as SafeStep};
 use crate::scene::{scene_kind, SceneKind};
 use crate::SessionError;
 use gamepilot_context::{
@@ -142,6 +143,8 @@ struct GroundedAction {
     steer: Option<gamepilot_grounding::SteerPlan>,
     /// The verification window, when not the loop's default (a steering run lasts up to its bound).
     settle_ms: Option<u64>,
+    /// What the screen showed when the action was chosen: confirmed, it becomes the safe state's target.
+    screen: Option<ScreenPrint>,
 }
 
 impl GroundedAction {
@@ -167,6 +170,7 @@ impl GroundedAction {
             scene_changed: false,
             steer: None,
             settle_ms: None,
+            screen: None,
         }
     }
 }
@@ -279,6 +283,12 @@ pub struct Session {
     research_question: Option<String>,
     /// Research rungs reached so far; the second and later are deep research (FR-SKILL-004).
     research_rungs: u32,
+    /// The safe-state rung's remembered screen and the way back to it (FR-LOOP-006).
+    safe: SafeState,
+    /// What the latest observation showed, to recognise a screen seen before.
+    last_print: Option<ScreenPrint>,
+    /// Loop events decided while applying commands, fed once the step's commands are applied.
+    deferred: Vec<Event>,
     retry: Option<TacticalReply>,
     last_observation: String,
     last_scene: Option<SceneKind>,
@@ -463,6 +473,9 @@ impl Session {
             last_reply: None,
             research_question: None,
             research_rungs: 0,
+            safe: SafeState::default(),
+            last_print: None,
+            deferred: Vec::new(),
             retry: None,
             last_observation: String::from("(nothing observed yet)"),
             last_scene: None,
@@ -681,6 +694,10 @@ impl Session {
                 &mut out,
             ),
         }
+        while self.stop.is_none() && !self.deferred.is_empty() {
+            let event = self.deferred.remove(0);
+            self.feed(event, now, &mut out);
+        }
         if self.stop.is_none() {
             self.maybe_start_tactical(now, &mut out);
         }
@@ -707,9 +724,13 @@ impl Session {
                         self.deliberation_job(pass, trigger, now),
                     ));
                 }
-                Command::PlanAdopted { .. }
-                | Command::SubgoalCompleted { .. }
-                | Command::SubgoalAbandoned { .. } => self.refresh_plan_block(),
+                // A step back that worked resets the ladder but not the way back: only arrival, giving
+                // up, a new rung or a subgoal reached ends it.
+                Command::SubgoalCompleted { .. } => {
+                    self.safe.abandon();
+                    self.refresh_plan_block();
+                }
+                Command::PlanAdopted { .. } | Command::SubgoalAbandoned { .. } => self.refresh_plan_block(),
                 Command::SubgoalStarted { subgoal } => {
                     self.refresh_plan_block();
                     let handle = self
@@ -784,6 +805,11 @@ impl Session {
                         cause: None,
                     }));
                     if let Some(a) = self.actions.remove(&action.0) {
+                        if verdict == gamepilot_grounding::Verdict::Confirmed {
+                            if let Some(p) = a.screen {
+                                self.safe.confirmed_on(p);
+                            }
+                        }
                         self.context
                             .record(HistoryEntry::new(now, a.label, verdict.as_str()));
                     }
@@ -815,6 +841,7 @@ impl Session {
                         interlock: "escalate".into(),
                         detail: format!("{rung:?}"),
                     }));
+                    self.safe.abandon();
                     match rung {
                         // FR-LOOP-006: the same intention once more, grounded on a fresh observation (new
                         // marks, new coordinates) without a model call.
@@ -848,10 +875,13 @@ impl Session {
                                 deep: self.research_rungs >= 2,
                             }));
                         }
+                        // FR-LOOP-006: release what the subgoal holds, then go back to the latest screen an
+                        // action of this session was confirmed on.
                         Rung::SafeState => {
                             if let Some(subgoal) = self.state.active_subgoal() {
                                 out.push(Effect::Reflex(ReflexCommand::CancelOwner { subgoal }));
                             }
+                            self.begin_safe_return(now, out);
                         }
                         _ => {}
                     }
@@ -1133,7 +1163,7 @@ impl Session {
             tools.retain(|t| *t != Tool::Click);
             tools.push(Tool::MoveTo);
         }
-        let perceive_only = self.selfid.probing() || self.retry.is_some();
+        let perceive_only = self.selfid.probing() || self.retry.is_some() || self.safe.returning();
         out.push(Effect::StartTactical(TacticalJob {
             tick: self.tactical_tick,
             context: Box::new(self.context.clone()),
@@ -1199,6 +1229,7 @@ impl Session {
         };
         let scene = scene_kind(&t.observation);
         self.last_scene = Some(scene);
+        self.last_print = ScreenPrint::of(&t.observation, scene);
         let text = bound_text(&t.observation_text, self.cfg.observation_max_bytes);
         self.last_observation = text.clone();
         if let Some(tail) = t.tail.take() {
@@ -1269,6 +1300,16 @@ impl Session {
                 }));
             }
             crate::selfid::SelfIdStep::Nothing => {}
+        }
+        // On the way back to the safe screen, a reply to a call started before the rung is set aside: the
+        // step back is decided on this observation.
+        if self.safe.returning() {
+            if !perceived_only {
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: "a model reply set aside: the session is going back to the safe screen".into(),
+                }));
+            }
+            return self.step_back(&t.observation, scene, generation, now, out);
         }
         if perceived_only {
             if let Some(again) = self.retry.take() {
@@ -1359,12 +1400,16 @@ impl Session {
     /// it is proposed.
     fn act_on(
         &mut self,
-        grounded: GroundedAction,
+        mut grounded: GroundedAction,
         observation: &Observation,
         generation: u64,
         now: MonoTime,
         out: &mut Vec<Effect>,
     ) {
+        // A step back to the safe screen is not evidence that the screen it left is a safe one.
+        if !self.safe.returning() {
+            grounded.screen = ScreenPrint::of(observation, scene_kind(observation));
+        }
         // FR-PERC-002: a pointer action grounded before the window moved is stale.
         if is_pointer(&grounded.intention.action) && generation < self.generation {
             let reason = Rejection::StaleGeneration {
@@ -1745,6 +1790,83 @@ impl Session {
             now,
             out,
         );
+    }
+
+    /// The safe-state rung begins: nothing to return to fails it at once; already there, the model is
+    /// told; otherwise the next tactical ticks only perceive and step back.
+    fn begin_safe_return(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        let (note, failed) = match self.safe.begin(self.last_print.as_ref()) {
+            Begin::NoSafeScreen => (
+                "safe state: no screen of this session had a confirmed action to return to".to_string(),
+                true,
+            ),
+            Begin::AlreadyThere(p) => (format!("safe state: already on {}", p.describe()), false),
+            Begin::Returning(p) => (format!("safe state: going back to {}", p.describe()), false),
+        };
+        self.safe_note(&note, now, out);
+        if failed {
+            self.deferred.push(Event::RungFailed {
+                rung: Rung::SafeState,
+                reason: note,
+            });
+        }
+    }
+
+    /// One step back to the safe screen, decided on a fresh observation (a perceive-only tick).
+    fn step_back(
+        &mut self,
+        obs: &Observation,
+        scene: SceneKind,
+        generation: u64,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let reply = match self.safe.step(obs, scene) {
+            None => return,
+            Some(SafeStep::Arrived(p)) => {
+                let note = format!(
+                    "safe state: back on {}, where an action worked before; plan from here",
+                    p.describe()
+                );
+                return self.safe_note(&note, now, out);
+            }
+            Some(SafeStep::GiveUp(why)) => {
+                let note = format!("safe state not reached: {why}");
+                self.safe_note(&note, now, out);
+                return self.feed(
+                    Event::RungFailed {
+                        rung: Rung::SafeState,
+                        reason: note,
+                    },
+                    now,
+                    out,
+                );
+            }
+            Some(SafeStep::Press(action)) => TacticalReply::Act(action),
+            Some(SafeStep::Click(mark, _)) => TacticalReply::ClickMark {
+                mark,
+                button: gamepilot_core::MouseButton::Left,
+            },
+        };
+        if let Some(mut grounded) = self.ground(&reply, obs, false, generation, now) {
+            grounded.label = format!("safe state: {}", grounded.label);
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!("{} (a step back)", grounded.label),
+            }));
+            self.act_on(grounded, obs, generation, now, out);
+        }
+    }
+
+    /// What the safe-state rung did, for the recording and, as a history line, for the model.
+    fn safe_note(&mut self, note: &str, now: MonoTime, out: &mut Vec<Effect>) {
+        out.push(Effect::Record(SessionRecord::Note {
+            text: note.to_string(),
+        }));
+        self.context.record(HistoryEntry::new(
+            now,
+            "escalation: safe state".to_string(),
+            note.to_string(),
+        ));
     }
 
     fn on_research(&mut self, r: ResearchOutcome, now: MonoTime, out: &mut Vec<Effect>) {

@@ -582,9 +582,22 @@ fn verdict_with(
     between: &[ReflexReport],
     changed: Option<bool>,
 ) -> Vec<Effect> {
+    verdict_on(s, fx, t, menu(), action, between, changed)
+}
+
+/// [`verdict_with`] with the tactical tick observing `obs`.
+fn verdict_on(
+    s: &mut Session,
+    fx: &[Effect],
+    t: &mut u64,
+    obs: Observation,
+    action: Result<ModelReply, TacticalFailure>,
+    between: &[ReflexReport],
+    changed: Option<bool>,
+) -> Vec<Effect> {
     let tick = tactical_jobs(fx)[0].tick;
     *t += 100;
-    let mut all = s.step(outcome(tick, menu(), action), ms(*t));
+    let mut all = s.step(outcome(tick, obs, action), ms(*t));
     let (id, _, _) = submits(&all)[0].clone();
     for r in between {
         *t += 100;
@@ -1208,7 +1221,10 @@ fn the_research_rung_asks_the_planners_question_and_the_second_goes_deep() {
         }),
         ms(10),
     );
-    let (fx, mut t) = refute_until(&mut s, fx, 10, gamepilot_planner::Rung::Research);
+    // A confirmed action on the menu: the safe-state rung has a screen to return to.
+    let mut t = 10;
+    let fx = verdict_on(&mut s, &fx, &mut t, menu(), click_mark(2), &[], Some(true));
+    let (fx, mut t) = refute_until(&mut s, fx, t, gamepilot_planner::Rung::Research);
     let jobs = research_jobs(&fx);
     assert_eq!(jobs.len(), 1, "{fx:?}");
     assert_eq!(jobs[0].question.as_deref(), Some("how do I start a game"));
@@ -1257,6 +1273,195 @@ fn the_research_rung_asks_the_planners_question_and_the_second_goes_deep() {
     assert_eq!(jobs[0].question, None, "a question is asked once");
 }
 
+/// The settings screen the safe-state test gets lost on: other texts, a Back button.
+fn settings() -> Observation {
+    let mut o = menu();
+    o.texts = ["Volume", "Music", "Back"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| TextItem {
+            text: t.to_string(),
+            bbox: Rect::new(580, 310 + 80 * i as i32, 100, 28),
+            confidence: 0.9,
+        })
+        .collect();
+    for (e, l) in o.elements.iter_mut().zip(["Volume", "Music", "Back"]) {
+        e.label = Some(l.into());
+    }
+    o
+}
+
+fn not_asked() -> Result<ModelReply, TacticalFailure> {
+    Err(TacticalFailure {
+        kind: FailureKind::NotAsked,
+        message: "perceive only".into(),
+        latency_ms: 0.0,
+    })
+}
+
+fn notes(effects: &[Effect]) -> Vec<&str> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Record(SessionRecord::Note { text }) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_safe_state_rung_goes_back_to_the_confirmed_screen_and_knows_it_arrived() {
+    // FR-LOOP-006 (return to a safe state): Escape, then the Back element, verified by the screen itself
+    let (mut s, fx) = planned();
+    let mut t = 10;
+    // An action confirmed on the menu makes the menu the safe screen.
+    let fx = verdict_on(&mut s, &fx, &mut t, menu(), click_mark(2), &[], Some(true));
+    // Lost on the settings screen: everything refuted until the safe-state rung.
+    let mut fx = fx;
+    for i in 0..24 {
+        if s.loop_state().rung() == Some(gamepilot_planner::Rung::SafeState) {
+            break;
+        }
+        if tactical_jobs(&fx).is_empty() {
+            t += 500;
+            fx = s.step(Input::Reflex(reflex(t / 100)), ms(t));
+            continue;
+        }
+        let key = ["y", "z", "a", "b", "c", "d", "e", "f"][i % 8].to_string();
+        // A perceive-only tick (the retry rung's) is answered as the wiring answers it: no model call.
+        let answer = match tactical_jobs(&fx)[0].perceive_only {
+            true => not_asked(),
+            false => reply(TacticalReply::Act(Action::Key { key })),
+        };
+        fx = verdict_on(&mut s, &fx, &mut t, settings(), answer, &[], Some(false));
+        if s.loop_state().rung() == Some(gamepilot_planner::Rung::Research) {
+            t += 100;
+            fx.extend(s.step(
+                Input::Research(crate::ResearchOutcome {
+                    query: "q".into(),
+                    excerpts: Vec::new(),
+                    note: String::new(),
+                    found: false,
+                }),
+                ms(t),
+            ));
+        }
+    }
+    assert_eq!(s.loop_state().rung(), Some(gamepilot_planner::Rung::SafeState));
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| n.starts_with("safe state: going back to the menu showing 'options', 'play', 'shop'")),
+        "{:?}",
+        notes(&fx)
+    );
+    // Step 1: Escape, on the next observation (a reply to a call started before the rung is set aside).
+    let (tick, answer) = match tactical_jobs(&fx).first() {
+        Some(j) if !j.perceive_only => (j.tick, reply(TacticalReply::Act(Action::Key { key: "q".into() }))),
+        Some(j) => (j.tick, not_asked()),
+        None => (tactical_jobs_after(&mut s, &mut t), not_asked()),
+    };
+    t += 100;
+    let fx = s.step(outcome(tick, settings(), answer), ms(t));
+    let sent = submits(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    assert_eq!(sent[0].1, Action::Key { key: "Escape".into() });
+    // Escape changed nothing; step 2 clicks the Back element (mark 3 on the settings screen).
+    t += 100;
+    let fx = s.step(
+        Input::Evidence {
+            action: sent[0].0,
+            changed: Some(false),
+        },
+        ms(t),
+    );
+    let tick = match tactical_jobs(&fx).first() {
+        Some(j) => j.tick,
+        None => tactical_jobs_after(&mut s, &mut t),
+    };
+    t += 100;
+    let fx = s.step(outcome(tick, settings(), not_asked()), ms(t));
+    let sent = submits(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    let back = settings().elements[2].bbox.center();
+    assert!(
+        matches!(sent[0].1, Action::Click { x, y, .. } if (x, y) == (back.x, back.y)),
+        "{:?}",
+        sent[0].1
+    );
+    t += 100;
+    let fx = s.step(
+        Input::Evidence {
+            action: sent[0].0,
+            changed: Some(true),
+        },
+        ms(t),
+    );
+    // The menu is back: arrived, said to the model, and the next tick asks the model again.
+    let tick = match tactical_jobs(&fx).first() {
+        Some(j) => j.tick,
+        None => tactical_jobs_after(&mut s, &mut t),
+    };
+    t += 100;
+    let fx = s.step(outcome(tick, menu(), not_asked()), ms(t));
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| n.starts_with("safe state: back on the menu")),
+        "{:?}",
+        notes(&fx)
+    );
+    let next = tactical_jobs(&fx)[0];
+    assert!(
+        next.tick > tick && !next.perceive_only,
+        "the model is asked again"
+    );
+    let prompt = s
+        .context()
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(t), ""), None)
+        .render();
+    assert!(prompt.contains("safe state: back on the menu"), "{prompt}");
+}
+
+#[test]
+fn with_no_confirmed_screen_the_safe_state_rung_fails_at_once_and_the_session_stops_named() {
+    // FR-LOOP-006: safe state with nothing to return to fails; stop and notify follows, with the ladder
+    let (mut s, fx, mut t) = refuted_until(gamepilot_planner::Rung::Research);
+    drop(fx);
+    t += 100;
+    let fx = s.step(
+        Input::Research(crate::ResearchOutcome {
+            query: "q".into(),
+            excerpts: Vec::new(),
+            note: String::new(),
+            found: false,
+        }),
+        ms(t),
+    );
+    assert!(
+        notes(&fx).contains(&"safe state: no screen of this session had a confirmed action to return to"),
+        "{:?}",
+        notes(&fx)
+    );
+    assert_eq!(
+        s.loop_state().rung(),
+        Some(gamepilot_planner::Rung::StopAndNotify)
+    );
+    assert!(s.stopped().is_some());
+    let climbed: Vec<_> = s.numbers().escalations.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(
+        climbed,
+        [
+            "retry",
+            "alternative_action",
+            "replan",
+            "research",
+            "safe_state",
+            "stop_and_notify"
+        ]
+    );
+}
+
 /// Steps reflex ticks until the session starts a tactical call; its tick.
 fn tactical_jobs_after(s: &mut Session, t: &mut u64) -> u64 {
     for _ in 0..50 {
@@ -1266,5 +1471,9 @@ fn tactical_jobs_after(s: &mut Session, t: &mut u64) -> u64 {
             return j.tick;
         }
     }
-    panic!("no tactical call started");
+    panic!(
+        "no tactical call started; rung {:?}, stopped {:?}",
+        s.loop_state().rung(),
+        s.stopped()
+    );
 }

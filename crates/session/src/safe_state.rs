@@ -1,0 +1,279 @@
+//! The escalation ladder's safe-state rung (FR-LOOP-006): a screen on which an action of this session was
+//! confirmed is remembered by what it shows; when the rung is reached the session goes back to the latest
+//! such screen the way a person would — Escape, then a visible Back / Cancel / Close element, then Escape
+//! again — and knows it has arrived when the screen it sees shows what the remembered one showed.
+
+use crate::scene::SceneKind;
+use gamepilot_core::{Action, ElementId};
+use gamepilot_vision::Observation;
+use std::collections::BTreeSet;
+
+/// Texts a screen must show to be remembered: a screen with fewer (a play field) is not recognisable by
+/// what it shows, so it is never a target.
+const MIN_TEXTS: usize = 2;
+
+/// Share of the texts of the two screens (Jaccard) at which they count as the same screen. OCR reads the
+/// same screen slightly differently from frame to frame; a different menu shares few of its texts.
+pub const SAME_SCREEN: f64 = 0.6;
+
+/// Navigation steps tried before the rung gives up.
+pub const MAX_STEPS: u32 = 3;
+
+/// Labels of the elements that lead back, as people write them.
+const BACK_LABELS: &[&str] = &[
+    "back",
+    "cancel",
+    "close",
+    "return",
+    "resume",
+    "main menu",
+    "menu",
+    "exit menu",
+    "done",
+];
+
+/// What a screen shows, for recognising it again: its kind and its texts, normalised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenPrint {
+    pub kind: SceneKind,
+    texts: BTreeSet<String>,
+}
+
+fn normalise(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+impl ScreenPrint {
+    /// The print of `obs`; `None` when it shows too little text to be recognised again.
+    pub fn of(obs: &Observation, kind: SceneKind) -> Option<ScreenPrint> {
+        let texts: BTreeSet<String> = obs
+            .texts
+            .iter()
+            .map(|t| normalise(&t.text))
+            .filter(|t| t.chars().count() >= 2)
+            .collect();
+        (texts.len() >= MIN_TEXTS).then_some(ScreenPrint { kind, texts })
+    }
+
+    /// Shared texts over all texts of the two screens (0 for screens of different kinds).
+    pub fn similarity(&self, other: &ScreenPrint) -> f64 {
+        if self.kind != other.kind {
+            return 0.0;
+        }
+        let shared = self.texts.intersection(&other.texts).count();
+        let all = self.texts.union(&other.texts).count();
+        if all == 0 {
+            0.0
+        } else {
+            shared as f64 / all as f64
+        }
+    }
+
+    pub fn same_screen(&self, other: &ScreenPrint) -> bool {
+        self.similarity(other) >= SAME_SCREEN
+    }
+
+    /// A few of its texts, for the note the model and the user read.
+    pub fn describe(&self) -> String {
+        let shown: Vec<String> = self.texts.iter().take(4).map(|t| format!("'{t}'")).collect();
+        let more = if self.texts.len() > 4 { ", …" } else { "" };
+        format!("the {} showing {}{more}", self.kind.as_str(), shown.join(", "))
+    }
+}
+
+/// What the rung does when it is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Begin {
+    /// No action of this session was confirmed on a recognisable screen.
+    NoSafeScreen,
+    /// The current screen is the remembered one.
+    AlreadyThere(ScreenPrint),
+    /// On the way back to this screen; the next observation decides the first step.
+    Returning(ScreenPrint),
+}
+
+/// One step back, decided on a fresh observation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The observation shows the remembered screen.
+    Arrived(ScreenPrint),
+    /// Press a key (Escape).
+    Press(Action),
+    /// Click the element that leads back (its label).
+    Click(ElementId, String),
+    /// Every step was tried and the screen is not the remembered one.
+    GiveUp(String),
+}
+
+/// The remembered screen and the way back to it.
+#[derive(Debug, Clone, Default)]
+pub struct SafeState {
+    latest: Option<ScreenPrint>,
+    returning: Option<(ScreenPrint, u32)>,
+}
+
+impl SafeState {
+    /// An action was confirmed on the screen `print` was taken of.
+    pub fn confirmed_on(&mut self, print: ScreenPrint) {
+        self.latest = Some(print);
+    }
+
+    /// The screen the rung would return to.
+    pub fn target(&self) -> Option<&ScreenPrint> {
+        self.latest.as_ref()
+    }
+
+    /// On the way back: the next tactical tick only perceives.
+    pub fn returning(&self) -> bool {
+        self.returning.is_some()
+    }
+
+    /// The rung is reached while `current` is on screen.
+    pub fn begin(&mut self, current: Option<&ScreenPrint>) -> Begin {
+        let Some(target) = self.latest.clone() else {
+            return Begin::NoSafeScreen;
+        };
+        if current.is_some_and(|c| c.same_screen(&target)) {
+            self.returning = None;
+            return Begin::AlreadyThere(target);
+        }
+        self.returning = Some((target.clone(), 0));
+        Begin::Returning(target)
+    }
+
+    /// The next step on the way back, given what the screen shows now.
+    pub fn step(&mut self, obs: &Observation, kind: SceneKind) -> Option<Step> {
+        let (target, taken) = self.returning.clone()?;
+        if ScreenPrint::of(obs, kind).is_some_and(|p| p.same_screen(&target)) {
+            self.returning = None;
+            return Some(Step::Arrived(target));
+        }
+        if taken >= MAX_STEPS {
+            self.returning = None;
+            return Some(Step::GiveUp(format!(
+                "{MAX_STEPS} steps back (Escape, a Back element, Escape) did not reach {}",
+                target.describe()
+            )));
+        }
+        self.returning = Some((target, taken + 1));
+        let back = obs.elements.iter().find(|e| {
+            e.label
+                .as_deref()
+                .is_some_and(|l| BACK_LABELS.contains(&normalise(l).as_str()))
+        });
+        Some(match (taken, back) {
+            (1, Some(e)) => Step::Click(e.id, e.label.clone().unwrap_or_default()),
+            _ => Step::Press(Action::Key { key: "Escape".into() }),
+        })
+    }
+
+    /// The rung ended another way (progress, a stop): no more steps back.
+    pub fn abandon(&mut self) {
+        self.returning = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gamepilot_core::{MonoTime, Rect, Size};
+    use gamepilot_vision::{Element, FrameClass, TextItem};
+
+    fn screen(texts: &[&str], back: Option<&str>) -> Observation {
+        let texts: Vec<TextItem> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TextItem {
+                text: t.to_string(),
+                bbox: Rect::new(10, 10 + 30 * i as i32, 80, 20),
+                confidence: 0.9,
+            })
+            .collect();
+        let elements = back
+            .map(|l| {
+                vec![Element {
+                    id: ElementId(7),
+                    bbox: Rect::new(200, 200, 60, 20),
+                    confidence: 0.9,
+                    source: gamepilot_vision::ElementSource::Text,
+                    label: Some(l.to_string()),
+                    looks: None,
+                }]
+            })
+            .unwrap_or_default();
+        Observation {
+            at: MonoTime::ZERO,
+            frame_size: Size::new(320, 240),
+            class: FrameClass::Scene,
+            texts,
+            elements,
+        }
+    }
+
+    #[test]
+    fn a_screen_is_known_again_by_what_it_shows_despite_ocr_noise() {
+        // FR-LOOP-006 (safe state: a screen seen and confirmed before)
+        let menu = ScreenPrint::of(&screen(&["Play", "Options", "Quit!"], None), SceneKind::Menu).unwrap();
+        let again = ScreenPrint::of(
+            &screen(&["play", "Options", "Quit", "v1.2"], None),
+            SceneKind::Menu,
+        )
+        .unwrap();
+        assert!(menu.same_screen(&again), "{}", menu.similarity(&again));
+        let options =
+            ScreenPrint::of(&screen(&["Volume", "Options", "Back"], None), SceneKind::Menu).unwrap();
+        assert!(!menu.same_screen(&options));
+        let as_play = ScreenPrint::of(&screen(&["Play", "Options", "Quit"], None), SceneKind::Play).unwrap();
+        assert!(
+            !menu.same_screen(&as_play),
+            "another kind of screen is another screen"
+        );
+        assert_eq!(
+            ScreenPrint::of(&screen(&["Score 3"], None), SceneKind::Play),
+            None
+        );
+        assert_eq!(menu.describe(), "the menu showing 'options', 'play', 'quit'");
+    }
+
+    #[test]
+    fn the_way_back_is_escape_then_a_back_element_then_escape_then_give_up() {
+        // FR-LOOP-006: navigate back, verified by the remembered screen's presence
+        let kind = SceneKind::Menu;
+        let menu = screen(&["Play", "Options", "Quit"], None);
+        let mut s = SafeState::default();
+        assert_eq!(s.begin(None), Begin::NoSafeScreen);
+        s.confirmed_on(ScreenPrint::of(&menu, kind).unwrap());
+        let here = ScreenPrint::of(&menu, kind);
+        assert!(matches!(s.begin(here.as_ref()), Begin::AlreadyThere(_)));
+        assert!(!s.returning());
+
+        let lost = screen(&["Volume", "Music", "Back"], Some("Back"));
+        let lost_print = ScreenPrint::of(&lost, kind);
+        assert!(matches!(s.begin(lost_print.as_ref()), Begin::Returning(_)));
+        assert!(s.returning());
+        let escape = Step::Press(Action::Key { key: "Escape".into() });
+        assert_eq!(s.step(&lost, kind), Some(escape.clone()));
+        assert_eq!(
+            s.step(&lost, kind),
+            Some(Step::Click(ElementId(7), "Back".into()))
+        );
+        assert_eq!(s.step(&lost, kind), Some(escape));
+        assert!(
+            matches!(s.step(&lost, kind), Some(Step::GiveUp(why)) if why.contains("did not reach the menu"))
+        );
+        assert!(!s.returning());
+        assert_eq!(s.step(&lost, kind), None);
+
+        // Arrival ends the way back at once.
+        s.begin(lost_print.as_ref());
+        s.step(&lost, kind);
+        assert!(matches!(s.step(&menu, kind), Some(Step::Arrived(_))));
+        assert!(!s.returning());
+    }
+}
