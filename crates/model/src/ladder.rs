@@ -84,6 +84,67 @@ impl Default for LadderConfig {
     }
 }
 
+impl LadderConfig {
+    /// The ladder for a host whose context is `host_tokens`: the normal context is the host's own (a
+    /// restore never sets a context larger than the host has), the reduced one half of it (at least 512).
+    pub fn for_context(host_tokens: u32) -> LadderConfig {
+        let normal = host_tokens.max(1024);
+        LadderConfig {
+            normal_context_tokens: normal,
+            reduced_context_tokens: (normal / 2).max(512),
+            ..LadderConfig::default()
+        }
+    }
+}
+
+/// Which cadence a host serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostRole {
+    Tactical,
+    Deliberative,
+}
+
+impl HostRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostRole::Tactical => "tactical",
+            HostRole::Deliberative => "deliberative",
+        }
+    }
+}
+
+/// What a degrade step asks of a host gamepilot started: the shape to restart it as, or `None` when this
+/// host stays as it is. `started` is how the host was first started: a context is never set larger than
+/// that, and restoring the deliberative model to the GPU returns its started GPU layers. Context steps
+/// apply to every started host (the memory is the KV cache each one allocated for its context); GPU steps
+/// to the deliberative host only.
+pub fn host_change(
+    cmd: &DegradeCommand,
+    role: HostRole,
+    started: crate::HostShape,
+    now: crate::HostShape,
+) -> Option<crate::HostShape> {
+    let next = match (cmd, role) {
+        (DegradeCommand::ReduceContext { to_tokens } | DegradeCommand::RestoreContext { to_tokens }, _) => {
+            crate::HostShape {
+                ctx_size: (*to_tokens).min(started.ctx_size),
+                ..now
+            }
+        }
+        (DegradeCommand::MoveDeliberativeOffGpu, HostRole::Deliberative) => crate::HostShape {
+            gpu_layers: Some(0),
+            ..now
+        },
+        (DegradeCommand::RestoreDeliberativeGpu, HostRole::Deliberative) => crate::HostShape {
+            gpu_layers: started.gpu_layers,
+            ..now
+        },
+        _ => now,
+    };
+    (next != now).then_some(next)
+}
+
 #[derive(Debug, Clone)]
 pub struct DegradeLadder {
     cfg: LadderConfig,
@@ -180,6 +241,61 @@ impl DegradeLadder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::HostShape;
+
+    #[test]
+    fn each_step_reshapes_the_hosts_it_concerns_and_never_past_what_they_started_with() {
+        // FR-MODEL-004: context reduction shrinks the running hosts' context, the deliberative model moves
+        // off the GPU, and restoring never sets a context larger than the host has
+        let started = HostShape {
+            ctx_size: 4096,
+            gpu_layers: None,
+        };
+        let c = LadderConfig::for_context(4096);
+        assert_eq!((c.normal_context_tokens, c.reduced_context_tokens), (4096, 2048));
+        assert!(DegradeLadder::new(c).is_ok());
+        let reduce = DegradeCommand::ReduceContext { to_tokens: 2048 };
+        let small = HostShape {
+            ctx_size: 2048,
+            gpu_layers: None,
+        };
+        assert_eq!(
+            host_change(&reduce, HostRole::Tactical, started, started),
+            Some(small)
+        );
+        assert_eq!(
+            host_change(&reduce, HostRole::Deliberative, started, started),
+            Some(small)
+        );
+        assert_eq!(
+            host_change(&reduce, HostRole::Tactical, started, small),
+            None,
+            "already there"
+        );
+        let visual = DegradeCommand::ReduceVisualBudget { factor: 0.5 };
+        assert_eq!(host_change(&visual, HostRole::Tactical, started, small), None);
+        let off = DegradeCommand::MoveDeliberativeOffGpu;
+        assert_eq!(host_change(&off, HostRole::Tactical, started, small), None);
+        let cpu = HostShape {
+            ctx_size: 2048,
+            gpu_layers: Some(0),
+        };
+        assert_eq!(
+            host_change(&off, HostRole::Deliberative, started, small),
+            Some(cpu)
+        );
+        let back = DegradeCommand::RestoreDeliberativeGpu;
+        assert_eq!(
+            host_change(&back, HostRole::Deliberative, started, cpu),
+            Some(small)
+        );
+        // A restore to 8192 on a host started with 4096 restores 4096.
+        let restore = DegradeCommand::RestoreContext { to_tokens: 8192 };
+        assert_eq!(
+            host_change(&restore, HostRole::Tactical, started, small),
+            Some(started)
+        );
+    }
 
     const GIB: u64 = 1 << 30;
 

@@ -27,6 +27,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The two things the degrade ladder changes on a running host (FR-MODEL-004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct HostShape {
+    /// Context size in tokens (`-c`).
+    pub ctx_size: u32,
+    /// GPU layers (`-ngl`); `Some(0)`: off the GPU; `None`: llama.cpp's default.
+    pub gpu_layers: Option<u32>,
+}
+
 /// How to start one host.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LaunchSpec {
@@ -158,26 +167,7 @@ impl Backoff {
 impl LocalHost {
     /// Verifies the weights, then starts the server and waits until `/health` answers 200.
     pub fn start(spec: LaunchSpec) -> Result<LocalHost, ModelError> {
-        // FR-MODEL-005: nothing is spawned unless every weights file verifies; the descriptors that were
-        // hashed are the ones the host reads.
-        let (v, f) = spec.model.verify_open()?;
-        let mut verified = vec![v];
-        let mut weights = vec![Arc::new(f)];
-        if let Some(mm) = &spec.mmproj {
-            let (v, f) = mm.verify_open()?;
-            verified.push(v);
-            weights.push(Arc::new(f));
-        }
-        if !spec.server_bin.is_file() {
-            return Err(ModelError::Launch {
-                path: spec.server_bin.clone(),
-                detail: "no such file (run scripts/setup-llama.sh)".into(),
-            });
-        }
-        // On the CPU: told so (`-ngl 0`), or left to llama.cpp's default where no NVIDIA GPU answers.
-        let on_cpu =
-            spec.gpu_layers == Some(0) || (spec.gpu_layers.is_none() && crate::gpu::Nvml::open(0).is_err());
-        let decode = decode_flags(&help_text(&spec.server_bin), on_cpu, spec.speculative);
+        let (verified, weights, decode) = Self::prepare(&spec)?;
         let mut last_err = None;
         let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(400));
         for _ in 0..3 {
@@ -198,6 +188,35 @@ impl LocalHost {
             std::thread::sleep(backoff.next_delay());
         }
         Err(last_err.unwrap_or(ModelError::Config("could not start the host".into())))
+    }
+
+    /// Everything a start needs before a process is spawned: the verified weights (FR-MODEL-005: nothing
+    /// is spawned unless every weights file verifies; the descriptors that were hashed are the ones the
+    /// host reads), the server binary's presence, and the decoding flags it knows.
+    #[allow(clippy::type_complexity)]
+    fn prepare(spec: &LaunchSpec) -> Result<(Vec<VerifiedWeights>, Vec<Arc<File>>, Vec<String>), ModelError> {
+        let (v, f) = spec.model.verify_open()?;
+        let mut verified = vec![v];
+        let mut weights = vec![Arc::new(f)];
+        if let Some(mm) = &spec.mmproj {
+            let (v, f) = mm.verify_open()?;
+            verified.push(v);
+            weights.push(Arc::new(f));
+        }
+        if !spec.server_bin.is_file() {
+            return Err(ModelError::Launch {
+                path: spec.server_bin.clone(),
+                detail: "no such file (run scripts/setup-llama.sh)".into(),
+            });
+        }
+        // On the CPU: told so (`-ngl 0`), or left to llama.cpp's default where no NVIDIA GPU answers.
+        let on_cpu =
+            spec.gpu_layers == Some(0) || (spec.gpu_layers.is_none() && crate::gpu::Nvml::open(0).is_err());
+        Ok((
+            verified,
+            weights,
+            decode_flags(&help_text(&spec.server_bin), on_cpu, spec.speculative),
+        ))
     }
 
     fn spawn(
@@ -346,14 +365,39 @@ impl LocalHost {
         log.iter().skip(skip).cloned().collect::<Vec<_>>().join("\n")
     }
 
-    /// Restarts with different GPU layers (the ladder's "deliberative model off the GPU" is `Some(0)`).
-    /// The weights are verified again before the new process starts.
-    pub fn restart_with_gpu_layers(&mut self, gpu_layers: Option<u32>) -> Result<(), ModelError> {
+    /// How the host runs now: its context size and GPU layers.
+    pub fn shape(&self) -> HostShape {
+        HostShape {
+            ctx_size: self.spec.ctx_size,
+            gpu_layers: self.spec.gpu_layers,
+        }
+    }
+
+    /// Restarts as `shape` on the same port, so every client of it keeps its address (the degrade
+    /// ladder's context reduction and "deliberative model off the GPU", FR-MODEL-004). The weights are
+    /// verified again before the new process starts. `Err` when the port could not be had again or the
+    /// new process failed; the host is then stopped.
+    pub fn restart_as(&mut self, shape: HostShape) -> Result<(), ModelError> {
         let mut spec = self.spec.clone();
-        spec.gpu_layers = gpu_layers;
+        spec.ctx_size = shape.ctx_size;
+        spec.gpu_layers = shape.gpu_layers;
+        let port = self.port;
         self.stop();
-        *self = LocalHost::start(spec)?;
-        Ok(())
+        let (verified, weights, decode) = Self::prepare(&spec)?;
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(800));
+        let mut last = None;
+        // The old process's listening socket is gone once it is reaped; a few tries cover a slow release.
+        for _ in 0..4 {
+            match Self::spawn(&spec, &decode, verified.clone(), weights.clone(), port) {
+                Ok(h) => {
+                    *self = h;
+                    return Ok(());
+                }
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(backoff.next_delay());
+        }
+        Err(last.unwrap_or(ModelError::Config("could not restart the host".into())))
     }
 
     /// Stops the server (kill, then reap). Idempotent.

@@ -10,7 +10,8 @@ use gamepilot_context::{
 };
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{
-    cache, CancelToken, ChatRequest, HostTimeouts, LaunchSpec, LocalHost, ModelError, WeightsSpec,
+    cache, CancelToken, ChatRequest, DegradeCommand, HostKeeper, HostNotice, HostRole, HostShape,
+    HostTimeouts, LaunchSpec, LocalHost, ModelError, WeightsSpec,
 };
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -355,13 +356,30 @@ fn probe_errors_and_cancellation_against_the_real_host() {
     assert!(matches!(err, ModelError::Cancelled), "{err}");
     assert!(started.elapsed() < Duration::from_secs(10));
 
-    // FR-MODEL-004's last rung: the host restarts with no GPU layers (weights verified again) and serves.
-    let old_pid = host.pid().unwrap();
-    host.restart_with_gpu_layers(Some(0)).unwrap();
+    // FR-MODEL-004: the host restarts with a smaller context and no GPU layers (weights verified again),
+    // on the same port (its clients keep their address), and serves with the context it was given.
+    let (old_pid, old_port) = (host.pid().unwrap(), host.port());
+    host.restart_as(HostShape {
+        ctx_size: 2048,
+        gpu_layers: Some(0),
+    })
+    .unwrap();
     assert_ne!(host.pid(), Some(old_pid));
+    assert_eq!(host.port(), old_port);
     assert_eq!(host.spec().gpu_layers, Some(0));
-    let client = host.client(timeouts()).unwrap();
-    assert_eq!(client.probe().unwrap().vision, Some(false));
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", host.pid().unwrap())).unwrap();
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    assert!(args.windows(2).any(|w| w[0] == "-ngl" && w[1] == "0"), "{args:?}");
+    let caps = client.probe().unwrap();
+    assert_eq!(
+        caps.n_ctx,
+        Some(2048),
+        "the old client reaches the restarted host: {caps:?}"
+    );
+    assert_eq!(caps.vision, Some(false));
 
     // The host stops with its owner.
     let pid = host.pid().unwrap();
@@ -374,4 +392,52 @@ fn zombie_or_gone(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s.contains(") Z"))
         .unwrap_or(true)
+}
+
+/// Polls the keeper until a restart ends; its notices.
+fn restart_done(keeper: &mut HostKeeper) -> Vec<HostNotice> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        seen.extend(keeper.poll());
+        if seen.iter().any(|n| n.done.is_some()) {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no restart finished: {seen:?}");
+}
+
+#[test]
+fn the_degrade_ladder_reshapes_the_running_host_without_waiting_and_never_past_its_start() {
+    // FR-MODEL-004: context reduction shrinks the running host's context (restarted on its port, the
+    // caller never waits), a GPU step leaves the tactical host alone, a restore stops at the started context
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let host = start_host();
+    let client = host.client(timeouts()).unwrap();
+    let mut keeper = HostKeeper::new(vec![(HostRole::Tactical, host)]);
+    assert!(keeper.apply(&DegradeCommand::MoveDeliberativeOffGpu).is_empty());
+    let t0 = Instant::now();
+    let begun = keeper.apply(&DegradeCommand::ReduceContext { to_tokens: 2048 });
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "apply never waits for the restart"
+    );
+    assert_eq!(begun.len(), 1);
+    assert_eq!(begun[0].done, None);
+    assert!(begun[0]
+        .describe()
+        .starts_with("GPU memory degrade: restarting the tactical host, context 2048"));
+    let done = restart_done(&mut keeper);
+    assert!(matches!(done.last().unwrap().done, Some(Ok(_))), "{done:?}");
+    assert_eq!(client.probe().unwrap().n_ctx, Some(2048));
+    keeper.apply(&DegradeCommand::RestoreContext { to_tokens: 8192 });
+    let done = restart_done(&mut keeper);
+    assert!(matches!(done.last().unwrap().done, Some(Ok(_))), "{done:?}");
+    assert_eq!(
+        client.probe().unwrap().n_ctx,
+        Some(4096),
+        "a restore never sets a context larger than the host started with"
+    );
+    assert!(!keeper.busy());
 }
