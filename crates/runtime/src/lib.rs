@@ -19,6 +19,7 @@ pub mod refine;
 pub mod reflex;
 pub mod sensor_worker;
 pub mod session_inputs;
+pub mod session_records;
 pub mod steering;
 pub mod stop_signals;
 pub mod synthesis;

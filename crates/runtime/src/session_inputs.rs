@@ -155,6 +155,16 @@ pub fn degrade_step(c: &gamepilot_model::DegradeCommand) -> gamepilot_session::D
     }
 }
 
+/// A host restart of the degrade ladder as the session's input.
+pub fn host_restart(n: &gamepilot_model::HostNotice) -> gamepilot_session::HostRestart {
+    gamepilot_session::HostRestart {
+        host: n.role.as_str().to_string(),
+        restarting: n.done.is_none(),
+        failed: n.done.as_ref().and_then(|d| d.as_ref().err().cloned()),
+        detail: n.describe(),
+    }
+}
+
 fn frame_change(c: gamepilot_vision::FrameClass) -> gamepilot_planner::FrameChange {
     use gamepilot_planner::FrameChange;
     match c {

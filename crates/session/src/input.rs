@@ -50,6 +50,8 @@ pub enum Input {
     Confirmation(ConfirmationAnswer),
     /// A GPU-memory degrade step (FR-MODEL-004) the wiring's memory watch decided.
     Degrade(DegradeStep),
+    /// A model host the degrade ladder restarts: while the tactical one restarts no tactical call starts.
+    HostRestart(HostRestart),
     /// A stop from outside the loop: a signal, a dead worker, the wiring's own failure.
     Stop { reason: ExternalStop },
     /// The user's explicit resume after their input paused the session (FR-SAFE-002).
@@ -323,6 +325,20 @@ pub struct ConfirmationAnswer {
     /// Who or what decided, in words (pattern, text, overlay / terminal / timeout).
     pub reason: String,
     pub waited_ms: u64,
+}
+
+/// A model host restarted by the GPU-memory degrade ladder (FR-MODEL-004): its start and its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRestart {
+    /// Which host: "tactical" or "deliberative".
+    pub host: String,
+    /// True from the restart's start until it ends.
+    pub restarting: bool,
+    /// Why the restart failed (the host is then stopped).
+    #[serde(default)]
+    pub failed: Option<String>,
+    /// In words, for the recording.
+    pub detail: String,
 }
 
 /// A GPU-memory degrade step (FR-MODEL-004): what the session sends from now on.

@@ -19,9 +19,9 @@ pub use effect::{
     TacticalJob,
 };
 pub use input::{
-    ActionEnd, ConfirmationAnswer, DegradeStep, ExternalStop, FailureKind, FrameHealth, Input, InterlockKind,
-    ModelReply, PlanOutcome, ReflexReport, ReflexStats, Rejection, ResearchOutcome, TacticalFailure,
-    TacticalOutcome,
+    ActionEnd, ConfirmationAnswer, DegradeStep, ExternalStop, FailureKind, FrameHealth, HostRestart, Input,
+    InterlockKind, ModelReply, PlanOutcome, ReflexReport, ReflexStats, Rejection, ResearchOutcome,
+    TacticalFailure, TacticalOutcome,
 };
 pub use scene::{scene_kind, SceneKind};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};

@@ -289,6 +289,10 @@ pub struct Session {
     last_print: Option<ScreenPrint>,
     /// Loop events decided while applying commands, fed once the step's commands are applied.
     deferred: Vec<Event>,
+    /// The host's context as the session started (a degrade restore never goes past it).
+    host_context_tokens: u32,
+    /// The degrade ladder is restarting the tactical host: no tactical call starts meanwhile.
+    tactical_host_restarting: bool,
     retry: Option<TacticalReply>,
     last_observation: String,
     last_scene: Option<SceneKind>,
@@ -476,6 +480,8 @@ impl Session {
             safe: SafeState::default(),
             last_print: None,
             deferred: Vec::new(),
+            host_context_tokens: cfg.context_tokens,
+            tactical_host_restarting: false,
             retry: None,
             last_observation: String::from("(nothing observed yet)"),
             last_scene: None,
@@ -675,7 +681,8 @@ impl Session {
                 if let Some(f) = d.visual_factor.filter(|f| f.is_finite() && *f > 0.0) {
                     self.cfg.visual_pixels = ((self.base_visual_pixels as f64) * f.min(1.0)) as u64;
                 }
-                if let Some(tokens) = d.context_tokens {
+                // A restore never sets a context larger than the host's own (FR-MODEL-004).
+                if let Some(tokens) = d.context_tokens.map(|t| t.min(self.host_context_tokens)) {
                     if self.context.set_context_tokens(tokens).is_ok() {
                         self.cfg.context_tokens = tokens;
                     }
@@ -686,6 +693,24 @@ impl Session {
                         d.level, self.cfg.visual_pixels, self.cfg.context_tokens
                     ),
                 }));
+            }
+            Input::HostRestart(h) => {
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: h.detail.clone(),
+                }));
+                if h.host == "tactical" {
+                    self.tactical_host_restarting = h.restarting;
+                    if let Some(why) = h.failed {
+                        self.finish(
+                            SessionStop::ModelHostGone {
+                                detail: format!(
+                                    "the tactical host did not come back from a GPU-memory restart: {why}"
+                                ),
+                            },
+                            &mut out,
+                        );
+                    }
+                }
             }
             Input::Stop { reason } => self.finish(
                 SessionStop::External {
@@ -1109,6 +1134,7 @@ impl Session {
         if self.tactical_in_flight.is_some()
             || self.held.is_some()
             || self.user_paused.is_some()
+            || self.tactical_host_restarting
             || !self.actions.is_empty()
             || self.probe_running.is_some()
             || self.state.active_subgoal().is_none()

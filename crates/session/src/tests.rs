@@ -796,6 +796,59 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
     let job = tactical_jobs(&fx)[0];
     assert_eq!(job.visual_pixels, before / 2);
     assert_eq!(job.context.config().context_tokens, 2048);
+    // A restore to more than the host's own context restores the host's.
+    let host = config().context_tokens;
+    let tick = job.tick;
+    s.step(
+        Input::Degrade(DegradeStep {
+            level: "RestoreContext".into(),
+            visual_factor: None,
+            context_tokens: Some(host * 4),
+        }),
+        ms(400),
+    );
+    let fx = s.step(
+        outcome(tick, menu(), reply(TacticalReply::Note { text: "y".into() })),
+        ms(500),
+    );
+    assert_eq!(tactical_jobs(&fx)[0].context.config().context_tokens, host);
+}
+
+#[test]
+fn no_tactical_call_starts_while_the_tactical_host_restarts_and_a_failed_restart_stops_named() {
+    // FR-MODEL-004 (a host reshaped while the session runs), FR-LOOP-008 (a named stop)
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let restart = |restarting: bool, failed: Option<&str>| {
+        Input::HostRestart(crate::HostRestart {
+            host: "tactical".into(),
+            restarting,
+            failed: failed.map(str::to_string),
+            detail: "GPU memory degrade: restarting the tactical host".into(),
+        })
+    };
+    s.step(restart(true, None), ms(200));
+    let fx = s.step(
+        outcome(tick, menu(), reply(TacticalReply::Note { text: "x".into() })),
+        ms(300),
+    );
+    assert!(tactical_jobs(&fx).is_empty(), "no call while the host restarts");
+    let fx = s.step(Input::Reflex(reflex(5)), ms(500));
+    assert!(tactical_jobs(&fx).is_empty());
+    let fx = s.step(restart(false, None), ms(600));
+    assert_eq!(tactical_jobs(&fx).len(), 1, "calls resume once it serves");
+    let tick = tactical_jobs(&fx)[0].tick;
+    s.step(
+        outcome(tick, menu(), reply(TacticalReply::Note { text: "z".into() })),
+        ms(700),
+    );
+    s.step(restart(true, None), ms(800));
+    s.step(restart(false, Some("port taken")), ms(900));
+    let stop = s.stopped().expect("stopped");
+    assert!(
+        format!("{stop:?}").contains("did not come back from a GPU-memory restart: port taken"),
+        "{stop:?}"
+    );
 }
 
 #[test]

@@ -16,13 +16,13 @@ use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_runtime::say_err;
-use gamepilot_runtime::session_inputs::{degrade_step, reflex_input};
+use gamepilot_runtime::session_inputs::{degrade_step, host_restart, reflex_input};
 use gamepilot_runtime::stop_signals::{StopSignal, StopSignals};
 use gamepilot_runtime::worker::{
     join_within, panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome, DELIBERATIONS,
     REFLEX_COMMANDS, REFLEX_REPORTS, TACTICAL_JOBS, TACTICAL_RESULTS, WORKER_ENDS,
 };
-use gamepilot_runtime::{deliberative, destructive, now, reflex, tactical, GuardianHandle};
+use gamepilot_runtime::{deliberative, destructive, now, reflex, session_records, tactical, GuardianHandle};
 use gamepilot_sensor::{Expression, Program};
 use gamepilot_session::{
     ConfirmationAnswer, Effect, ExternalStop, Input, ReflexCommand, ReflexFeed, Session, SessionConfig,
@@ -81,6 +81,8 @@ pub struct AgentConfig {
     pub reflex: reflex::ReflexExtras,
     /// Degrade commands from the GPU-memory watch (FR-MODEL-004), stepped into the session.
     pub degrade: Option<Receiver<gamepilot_model::DegradeCommand>>,
+    /// The hosts gamepilot started, reshaped by the degrade ladder's steps (FR-MODEL-004).
+    pub hosts: gamepilot_model::HostKeeper,
     /// SIGINT / SIGTERM / SIGHUP as a clean stop (issue 14); `None`: the process's default dispositions.
     pub stop_signals: Option<StopSignals>,
     /// Self-identification and `move_to` (issue 16); `None`: off.
@@ -376,151 +378,21 @@ impl Wiring<'_> {
 
     /// Write one of the session's records.
     fn record(&mut self, t: MonoTime, r: SessionRecord) -> anyhow::Result<()> {
-        let record = match r {
-            SessionRecord::LoopStep { event, commands } => {
-                let seq = self.rec.loop_event(t, &event)?;
-                self.rec.decisions(t, seq, &commands)?;
-                return Ok(());
-            }
-            SessionRecord::Action {
-                action,
-                subgoal,
-                payload,
-                target,
-                path,
-            } => Record::Action {
-                action,
-                subgoal: subgoal.0,
-                payload: serde_json::to_value(&payload)?,
-                target,
-                path,
-            },
-            SessionRecord::Rejected { action, reason } => Record::Rejected { action, reason },
-            SessionRecord::Verdict {
-                action,
-                verdict,
-                cause,
-            } => Record::Verdict {
-                action,
-                verdict,
-                cause,
-            },
-            SessionRecord::Failure {
-                action,
-                cause,
-                evidence,
-            } => Record::Failure {
-                action,
-                cause,
-                evidence,
-            },
-            SessionRecord::Interlock { interlock, detail } => Record::Interlock { interlock, detail },
-            SessionRecord::Compaction(ev) => Record::Compaction {
-                before_tokens: u64::from(ev.tokens_before),
-                after_tokens: u64::from(ev.tokens_after_estimate),
-                summary: ev.summary,
-            },
-            SessionRecord::ReflexTiming {
-                tick,
-                late_us,
-                ticks_since,
-                held,
-            } => Record::Timing {
-                cadence: "reflex".into(),
-                tick,
-                scheduled_us: t.0.saturating_sub(late_us),
-                started_us: t.0,
-                duration_us: 0,
-                held: vec![format!("{held} held; {ticks_since} ticks since the last report")],
-            },
-            SessionRecord::Note { text } => Record::Note { text },
-        };
-        self.rec.record(t, record)?;
-        Ok(())
+        Ok(session_records::record_session(&mut self.rec, t, r)?)
     }
 
     /// Record what a tactical tick saw and sent (frames, observation, prompt, reply); the session gets
     /// the typed outcome.
     fn record_tactical(&mut self, r: &TacticalResult) -> anyhow::Result<()> {
-        let t = now();
-        let scene = r.outcome.observation.class.as_str();
-        let frame_no = match r.frame.as_ref() {
-            Some(f) => self.rec.frame(t, &f.view(), false, scene)?,
-            None => None,
-        };
-        if let Some(m) = r.marked.as_ref() {
-            if let Some(mf) = gamepilot_core::Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), t) {
-                self.rec.frame(t, &mf.view(), true, scene)?;
-                self.last_marked = Some(mf);
-            }
+        if let Some(marked) = session_records::record_tactical(&mut self.rec, now(), r)? {
+            self.last_marked = Some(marked);
         }
-        self.rec.record(
-            t,
-            Record::Observation {
-                frame: frame_no,
-                scene: gamepilot_session::scene_kind(&r.outcome.observation)
-                    .as_str()
-                    .into(),
-                signature: gamepilot_session::observation_signature(&r.outcome.observation),
-                marks: serde_json::to_value(&r.outcome.observation.elements)?,
-                text: serde_json::to_value(&r.outcome.observation.texts)?,
-                sensors: serde_json::Value::Null,
-            },
-        )?;
-        self.rec.record(
-            t,
-            Record::Prompt {
-                cadence: "tactical".into(),
-                call: r.outcome.tick,
-                prefix_bytes: r.prefix_bytes,
-                messages: serde_json::json!({"request": r.prompt_json, "schema": r.schema}),
-            },
-        )?;
-        if let Some(rf) = r.refinement.as_ref() {
-            tactical::record_refinement(&mut self.rec, t, r.outcome.tick, rf)?;
-        }
-        let (latency_ms, tokens_in, tokens_out, text) = match &r.outcome.reply {
-            Ok(m) => (m.latency_ms, m.tokens_in, m.tokens_out, m.text.clone()),
-            Err(f) => (f.latency_ms, 0, 0, format!("error ({:?}): {}", f.kind, f.message)),
-        };
-        self.rec.record(
-            t,
-            Record::Reply {
-                cadence: "tactical".into(),
-                call: r.outcome.tick,
-                latency_ms,
-                tokens_in,
-                tokens_out,
-                text,
-            },
-        )?;
         Ok(())
     }
 
     /// Record a deliberative pass's prompt and reply.
     fn record_deliberation(&mut self, d: &DeliberationResult) -> anyhow::Result<()> {
-        let t = now();
-        self.rec.record(
-            t,
-            Record::Prompt {
-                cadence: "deliberative".into(),
-                call: d.pass,
-                prefix_bytes: 0,
-                messages: d.prompt_json.clone(),
-            },
-        )?;
-        self.rec.record(
-            t,
-            Record::Reply {
-                cadence: "deliberative".into(),
-                call: d.pass,
-                latency_ms: d.latency_ms,
-                tokens_in: 0,
-                tokens_out: 0,
-                text: d.reply_text.clone(),
-            },
-        )?;
-        Ok(())
+        Ok(session_records::record_deliberation(&mut self.rec, now(), d)?)
     }
 }
 
@@ -564,8 +436,9 @@ fn drain<T>(
 }
 
 /// Run one session to a stop condition (FR-LOOP-008).
-pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
+pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     let t0 = Instant::now();
+    let mut hosts = std::mem::replace(&mut cfg.hosts, gamepilot_model::HostKeeper::new(Vec::new()));
     let (program, goal_expr, post, post_exprs) = compile_sensors(&cfg)?;
     let session_cfg = session_config(&cfg, &post);
     let start = now();
@@ -717,8 +590,15 @@ pub fn run_agent(cfg: AgentConfig) -> anyhow::Result<Summary> {
                 note: found.note,
             }));
         }
+        let mut notices = Vec::new();
         while let Some(c) = cfg.degrade.as_ref().and_then(|r| r.try_recv().ok()) {
             g.inputs.push(Input::Degrade(degrade_step(&c)));
+            notices.extend(hosts.apply(&c));
+        }
+        notices.extend(hosts.poll());
+        for n in notices {
+            say_err!("{}", n.describe());
+            g.inputs.push(Input::HostRestart(host_restart(&n)));
         }
         // Deliberation threads never block this loop (NFR-LOOP-001); the loop holds a sender itself, so
         // this channel never reads as closed.

@@ -136,6 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
         reflex: gamepilot_runtime::reflex::ReflexExtras::default(),
         degrade: None,
+        hosts: gamepilot_model::HostKeeper::new(Vec::new()),
         stop_signals: Some(stop_signals),
         steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
     };

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use gamepilot_core::ModelFamily;
 use gamepilot_grounding::GroundingPath;
 use gamepilot_model::{
-    CancelToken, Capabilities, HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec,
+    CancelToken, Capabilities, HostClient, HostRole, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec,
 };
 use gamepilot_planner::{LoopConfig, SignalConfig};
 use gamepilot_runtime::{say, say_err};
@@ -423,7 +423,6 @@ pub fn reflex_wiring(
     template_radius: u32,
     camera: &super::act::CameraArgs,
     dry_run: bool,
-    gpu_watch: bool,
 ) -> anyhow::Result<ReflexWiring> {
     let mut extras = gamepilot_runtime::reflex::ReflexExtras::default();
     let declared = gamepilot_core::Size::new(window.geometry.w, window.geometry.h);
@@ -472,20 +471,27 @@ pub fn reflex_wiring(
             }
         }
     }
-    let (gpu, degrade) = if gpu_watch {
+    Ok(ReflexWiring {
+        extras,
+        degrade: None,
+        gpu: None,
+    })
+}
+
+impl ReflexWiring {
+    /// Starts the GPU-memory watch (FR-MODEL-004) for hosts whose context is `host_tokens`: the ladder's
+    /// reduced context is half of it and a restore returns to it, never more.
+    pub fn watch_gpu(&mut self, host_tokens: u32) {
         let mut w = gamepilot_runtime::gpu_watch::GpuWatcher::start_nvml(
             0,
-            gamepilot_model::LadderConfig::default(),
+            gamepilot_model::LadderConfig::for_context(host_tokens),
             Duration::from_secs(1),
         );
         say_err!("{}", w.describe());
-        extras.notes.push(w.describe());
-        let rx = w.take_commands();
-        (Some(w), Some(rx))
-    } else {
-        (None, None)
-    };
-    Ok(ReflexWiring { extras, degrade, gpu })
+        self.extras.notes.push(w.describe());
+        self.degrade = Some(w.take_commands());
+        self.gpu = Some(w);
+    }
 }
 
 pub fn default_record_dir() -> PathBuf {
@@ -578,7 +584,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.template_radius,
         &args.camera,
         args.dry_run,
-        !args.no_gpu_watch,
     )?;
     // A stop signal while starting (calibrating, loading a model) ends the run at once, named: nothing is
     // armed yet, and the host started so far is stopped as it drops.
@@ -608,11 +613,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(code);
     }
     let deliberative_host = deliberative_host?;
-    let deliberative_client = deliberative_host
-        .as_ref()
-        .map_or_else(|| client.clone(), |(c, _)| c.clone().with_kind(caps.kind));
     let vision = args.vision.plan(&caps, &args.model.model_name)?;
     let mut wiring = wiring;
+    let context_tokens = caps
+        .n_ctx
+        .map(|n| n.min(u64::from(u32::MAX)) as u32)
+        .unwrap_or(4096);
+    if !args.no_gpu_watch {
+        wiring.watch_gpu(context_tokens);
+    }
+    // The hosts gamepilot started, for the degrade ladder to reshape (none with --model-endpoint).
+    let (deliberative_client, deliberative_host) = match deliberative_host {
+        Some((c, h)) => (c.with_kind(caps.kind), Some(h)),
+        None => (client.clone(), None),
+    };
+    let hosts = gamepilot_model::HostKeeper::new(
+        [
+            (HostRole::Tactical, host),
+            (HostRole::Deliberative, deliberative_host),
+        ]
+        .into_iter()
+        .filter_map(|(role, h)| Some((role, h?)))
+        .collect(),
+    );
     wiring
         .extras
         .notes
@@ -649,10 +672,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         loop_cfg,
         tactical_interval_ms: args.tactical_interval_ms,
         tactical_pixels: vision.tactical_pixels,
-        context_tokens: caps
-            .n_ctx
-            .map(|n| n.min(u64::from(u32::MAX)) as u32)
-            .unwrap_or(4096),
+        context_tokens,
         unattended: args.unattended,
         confirm_timeout: std::time::Duration::from_secs(args.confirm_timeout_s),
         quiet: false,
@@ -662,12 +682,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
         reflex: wiring.extras,
         degrade: wiring.degrade,
+        hosts,
         stop_signals: Some(stop_signals),
     };
     let summary = agent::run_agent(cfg)?;
     drop(wiring.gpu);
-    drop(host);
-    drop(deliberative_host);
     print_summary(&summary);
     Ok(match summary.exit_signal {
         Some(sig) => gamepilot_runtime::stop_signals::StopSignal(sig).exit_code(),
