@@ -8,9 +8,13 @@ use gamepilot_core::{Action, ElementId};
 use gamepilot_vision::Observation;
 use std::collections::BTreeSet;
 
-/// Texts a screen must show to be remembered: a screen with fewer (a play field) is not recognisable by
+/// Texts and drawn elements a screen must show to be remembered: one with fewer is not recognisable by
 /// what it shows, so it is never a target.
-const MIN_TEXTS: usize = 2;
+const MIN_TOKENS: usize = 2;
+
+/// An unlabelled element is known by its look and where it is, on a grid of this many cells a side (a
+/// menu of icons has no text, but its icons stay put).
+const GRID: i64 = 8;
 
 /// Share of the texts of the two screens (Jaccard) at which they count as the same screen. OCR reads the
 /// same screen slightly differently from frame to frame; a different menu shares few of its texts.
@@ -52,13 +56,27 @@ fn normalise(text: &str) -> String {
 impl ScreenPrint {
     /// The print of `obs`; `None` when it shows too little text to be recognised again.
     pub fn of(obs: &Observation, kind: SceneKind) -> Option<ScreenPrint> {
+        let (w, h) = (
+            i64::from(obs.frame_size.w.max(1)),
+            i64::from(obs.frame_size.h.max(1)),
+        );
+        let drawn = obs.elements.iter().filter(|e| e.label.is_none()).filter_map(|e| {
+            let c = e.bbox.center();
+            let looks = e.looks.as_deref()?;
+            Some(format!(
+                "{looks} @{},{}",
+                i64::from(c.x) * GRID / w,
+                i64::from(c.y) * GRID / h
+            ))
+        });
         let texts: BTreeSet<String> = obs
             .texts
             .iter()
             .map(|t| normalise(&t.text))
             .filter(|t| t.chars().count() >= 2)
+            .chain(drawn)
             .collect();
-        (texts.len() >= MIN_TEXTS).then_some(ScreenPrint { kind, texts })
+        (texts.len() >= MIN_TOKENS).then_some(ScreenPrint { kind, texts })
     }
 
     /// Shared texts over all texts of the two screens (0 for screens of different kinds).
@@ -239,6 +257,22 @@ mod tests {
             None
         );
         assert_eq!(menu.describe(), "the menu showing 'options', 'play', 'quit'");
+        // A menu of icons, no text: known by its icons' looks and places.
+        let mut icons = screen(&[], None);
+        for (i, looks) in ["red round", "blue square", "green star"].iter().enumerate() {
+            icons.elements.push(Element {
+                id: ElementId(i as u32 + 1),
+                bbox: Rect::new(40 + 100 * i as i32, 100, 40, 40),
+                confidence: 0.9,
+                source: gamepilot_vision::ElementSource::Component,
+                label: None,
+                looks: Some(looks.to_string()),
+            });
+        }
+        let icon_menu = ScreenPrint::of(&icons, SceneKind::Menu).expect("icons make a screen recognisable");
+        assert!(icon_menu.same_screen(&ScreenPrint::of(&icons, SceneKind::Menu).unwrap()));
+        icons.elements.truncate(1);
+        assert_eq!(ScreenPrint::of(&icons, SceneKind::Menu), None);
     }
 
     #[test]
