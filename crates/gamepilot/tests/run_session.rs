@@ -352,3 +352,104 @@ fn run_refuses_a_degenerate_plan_with_its_reason_and_adopts_the_plan_asked_again
     assert!(adopted, "the second plan is adopted");
     replays(&rec);
 }
+
+#[test]
+fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model_calls() {
+    // FR-SAFE-004 (input only to the game in front), FR-LOOP-008 (the budget waits with the session):
+    // `run` asks the window manager to raise the game; when another window takes the focus the session
+    // asks the model nothing, judges nothing and climbs no rung until the game is in front again.
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    let other = Arena::launch(
+        &mut bed,
+        &ArenaOptions {
+            seed: 8,
+            width: 640,
+            height: 480,
+            ..ArenaOptions::default()
+        },
+    )
+    .unwrap();
+    let x = bed.x11().unwrap();
+    assert!(
+        !x.is_foreground(arena.window.id).unwrap(),
+        "the other window starts in front"
+    );
+    let tactical = Arc::new(AtomicU32::new(0));
+    let calls = tactical.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return plan_reply(req);
+        }
+        calls.fetch_add(1, Ordering::SeqCst);
+        Reply::json(&json!({"action": "wait", "duration_ms": 200}))
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let spec = RunSpec {
+        goal: "Click Play, then collect a coin.",
+        goal_check: "coins >= 1",
+        max_actions: 200,
+        budget_s: 12,
+        grounding: "mark",
+    };
+    let child = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let count = || tactical.load(Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no tactical calls");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(x.is_foreground(arena.window.id).unwrap(), "run raised the game");
+    x.activate(other.window.id).unwrap();
+    // A call already in flight may still come; after it, none.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let behind = count();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert_eq!(
+        count(),
+        behind,
+        "no model call while the game is behind another window"
+    );
+    x.activate(arena.window.id).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count() == behind {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session resumes when the game is in front"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(text.contains("brought the game's window to the front"), "{text}");
+    let ev = events(&rec);
+    let at = |name: &str| {
+        ev.iter()
+            .position(|e| e["kind"] == "interlock" && e["interlock"] == name)
+            .unwrap_or_else(|| panic!("no {name} interlock"))
+    };
+    let (from, to) = (at("not_in_front"), at("in_front"));
+    assert!(from < to);
+    // An action already on its way when the focus went is refused by the executor and ends inconclusive;
+    // nothing is confirmed or refuted, and no rung is climbed.
+    let waited = &ev[from..to];
+    assert!(
+        !waited
+            .iter()
+            .any(|e| (e["kind"] == "verdict" && e["verdict"] != "inconclusive")
+                || (e["kind"] == "interlock" && e["interlock"] == "escalate")),
+        "nothing judged or climbed while waiting: {waited:#?}"
+    );
+    let resumed = ev[to]["detail"].as_str().unwrap_or("").to_string();
+    assert!(
+        resumed.starts_with("the game is in front again after"),
+        "{resumed}"
+    );
+}

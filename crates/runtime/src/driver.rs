@@ -382,6 +382,11 @@ impl Driver {
         self.generation
     }
 
+    /// The target (or its dialog) has the input focus as of the last sample (FR-SAFE-004).
+    pub fn foreground(&self) -> bool {
+        self.sample.foreground
+    }
+
     /// The last tick's lateness.
     pub fn late_us(&self) -> u64 {
         self.ticker.lateness.last().unwrap_or(0)

@@ -71,6 +71,8 @@ pub enum FromReflex {
         health: FrameState,
         /// The transform chain's generation (FR-PERC-002).
         generation: u64,
+        /// The game has the input focus (FR-SAFE-004).
+        foreground: bool,
     },
     /// The executor's answer to a submit: accepted, or the typed rejection with its reason (denied key,
     /// rate limit, max hold, stale generation, …; FR-ACT-006).
@@ -642,6 +644,7 @@ pub fn run(
             late_us: d.late_us(),
             health,
             generation: d.generation(),
+            foreground: d.foreground(),
         });
     });
     let result: Result<(), RuntimeError> = std::panic::catch_unwind(body)

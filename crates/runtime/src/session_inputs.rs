@@ -20,6 +20,7 @@ pub fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
             late_us,
             health,
             generation,
+            foreground,
         } => feed
             .tick(ReflexReport {
                 tick,
@@ -33,6 +34,7 @@ pub fn reflex_input(m: FromReflex, feed: &mut ReflexFeed) -> Vec<Input> {
                 ticks_since: 1,
                 generation,
                 health: frame_health(&health),
+                foreground,
             })
             .map(Input::Reflex)
             .into_iter()

@@ -114,6 +114,13 @@ pub struct ReflexReport {
     pub generation: u64,
     #[serde(default)]
     pub health: FrameHealth,
+    /// The game has the input focus (FR-SAFE-004); while it has not, the session waits.
+    #[serde(default = "in_front")]
+    pub foreground: bool,
+}
+
+fn in_front() -> bool {
+    true
 }
 
 /// Why the executor refused an action (FR-ACT-006). The text is the model's to read.

@@ -211,6 +211,8 @@ pub struct SessionNumbers {
     pub holding_for_confirmation: bool,
     /// The user took the keyboard or mouse and has not resumed (FR-SAFE-002).
     pub paused_by_user: bool,
+    /// The game is not in front: the session waits for it (no model calls, verdicts or ladder).
+    pub waiting_for_front: bool,
     /// Each climb of the escalation ladder (FR-LOOP-006): the rung and the seconds since the session began.
     pub escalations: Vec<(Rung, f64)>,
     pub reflex: ReflexStats,
@@ -239,6 +241,8 @@ impl SessionNumbers {
             "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | frame {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
             if self.paused_by_user {
                 "PAUSED by your input: resume with SIGUSR1"
+            } else if self.waiting_for_front {
+                "WAITING: the game is not in front"
             } else if dry_run {
                 "DRY RUN"
             } else {
@@ -276,6 +280,8 @@ pub struct Session {
     began: MonoTime,
     /// Since when the user's input has the session paused (FR-SAFE-002); `None` when not paused.
     user_paused: Option<MonoTime>,
+    /// Since when the game has not been in front (another window has the focus).
+    behind: Option<MonoTime>,
     /// The model's last reply that was grounded into an action, and, on the retry rung, that reply waiting
     /// to be grounded once more on the next fresh observation (FR-LOOP-006).
     last_reply: Option<TacticalReply>,
@@ -474,6 +480,7 @@ impl Session {
             held: None,
             began: start,
             user_paused: None,
+            behind: None,
             last_reply: None,
             research_question: None,
             research_rungs: 0,
@@ -541,6 +548,7 @@ impl Session {
         n.goal_met = self.last_goal_met;
         n.holding_for_confirmation = self.held.is_some();
         n.paused_by_user = self.user_paused.is_some();
+        n.waiting_for_front = self.behind.is_some();
         let mut hist = *self.state.histogram();
         for (c, k) in self.extra_failures.entries() {
             for _ in 0..k {
@@ -999,15 +1007,46 @@ impl Session {
             return;
         };
         let paused = now.since(since);
-        self.state.resume_after_pause(paused);
-        if let Some(t) = self.last_tactical_start.as_mut() {
-            *t = t.plus(paused);
-        }
+        self.shift_clocks(paused);
         out.push(Effect::Record(SessionRecord::Interlock {
             interlock: "user_resume".into(),
             detail: format!("resumed by the user after {:.1} s", paused.as_secs_f64()),
         }));
         out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
+    }
+
+    /// A wait (the user's pause, the game behind another window) spent no budget and no stuck window.
+    fn shift_clocks(&mut self, paused: std::time::Duration) {
+        self.state.resume_after_pause(paused);
+        if let Some(t) = self.last_tactical_start.as_mut() {
+            *t = t.plus(paused);
+        }
+    }
+
+    /// The game went behind another window, or came back in front. Behind, the reflex withholds every
+    /// input (FR-SAFE-004), so asking the model, judging actions or climbing the ladder would only blame
+    /// the agent for what the foreground guard did: the session waits and says so.
+    fn on_front(&mut self, foreground: bool, now: MonoTime, out: &mut Vec<Effect>) {
+        match (foreground, self.behind) {
+            (false, None) => {
+                self.behind = Some(now);
+                out.push(Effect::Record(SessionRecord::Interlock {
+                    interlock: "not_in_front".into(),
+                    detail: "the game is not in front: waiting for it (no model calls, verdicts or ladder)"
+                        .into(),
+                }));
+            }
+            (true, Some(since)) => {
+                self.behind = None;
+                let waited = now.since(since);
+                self.shift_clocks(waited);
+                out.push(Effect::Record(SessionRecord::Interlock {
+                    interlock: "in_front".into(),
+                    detail: format!("the game is in front again after {:.1} s", waited.as_secs_f64()),
+                }));
+            }
+            _ => {}
+        }
     }
 
     fn on_reflex(&mut self, r: ReflexReport, now: MonoTime, out: &mut Vec<Effect>) {
@@ -1036,8 +1075,9 @@ impl Session {
             a.unreadable_evidence |= r.health.unreadable();
             a.scene_changed |= r.change == FrameChange::Scene;
         }
-        if self.user_paused.is_some() {
-            // Paused: the game is the user's; nothing is judged, timed or started until the resume.
+        self.on_front(r.foreground, now, out);
+        if self.user_paused.is_some() || self.behind.is_some() {
+            // Paused, or the game behind another window: nothing is judged, timed or started.
             return;
         }
         self.last_goal_met = r.goal_met;
@@ -1134,6 +1174,7 @@ impl Session {
         if self.tactical_in_flight.is_some()
             || self.held.is_some()
             || self.user_paused.is_some()
+            || self.behind.is_some()
             || self.tactical_host_restarting
             || !self.actions.is_empty()
             || self.probe_running.is_some()
@@ -1452,12 +1493,12 @@ impl Session {
             return;
         }
         // FR-SAFE-002: a reply that comes back while the user has the game is not acted on.
-        if self.user_paused.is_some() {
-            self.context.record(HistoryEntry::new(
-                now,
-                grounded.label,
-                "not executed: the user paused the session",
-            ));
+        if self.user_paused.is_some() || self.behind.is_some() {
+            let why = match self.user_paused {
+                Some(_) => "not executed: the user paused the session",
+                None => "not executed: the game is not in front",
+            };
+            self.context.record(HistoryEntry::new(now, grounded.label, why));
             return;
         }
         if let Some(near) = destructive::answer_scope(&grounded.intention.action) {
@@ -1943,6 +1984,7 @@ pub struct ReflexFeed {
     worst_late_us: u64,
     ticks: u64,
     last_goal_met: Option<bool>,
+    last_foreground: bool,
 }
 
 fn rank(c: FrameChange) -> u8 {
@@ -1962,6 +2004,7 @@ impl ReflexFeed {
             worst_late_us: 0,
             ticks: 0,
             last_goal_met: None,
+            last_foreground: true,
         }
     }
 
@@ -1975,11 +2018,13 @@ impl ReflexFeed {
         self.ticks += 1;
         let due = report.tick.is_multiple_of(self.every)
             || report.change == FrameChange::Scene
-            || report.goal_met != self.last_goal_met;
+            || report.goal_met != self.last_goal_met
+            || report.foreground != self.last_foreground;
         if !due {
             return None;
         }
         self.last_goal_met = report.goal_met;
+        self.last_foreground = report.foreground;
         report.change = std::mem::replace(&mut self.strongest, FrameChange::Unchanged);
         report.late_us = std::mem::take(&mut self.worst_late_us);
         report.ticks_since = std::mem::take(&mut self.ticks);

@@ -99,6 +99,7 @@ fn reflex(tick: u64) -> ReflexReport {
         ticks_since: 6,
         generation: 0,
         health: FrameHealth::Ok,
+        foreground: true,
     }
 }
 
@@ -1512,6 +1513,57 @@ fn with_no_confirmed_screen_the_safe_state_rung_fails_at_once_and_the_session_st
             "safe_state",
             "stop_and_notify"
         ]
+    );
+}
+
+#[test]
+fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
+    // FR-SAFE-004 (input withheld while another window has the focus): no model call, no verdict, no
+    // ladder; the wait spends no budget, and the session resumes when the game is in front again
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let behind = |t: u64| ReflexReport {
+        foreground: false,
+        ..reflex(t)
+    };
+    let fx = s.step(Input::Reflex(behind(2)), ms(200));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, .. }) if interlock == "not_in_front")));
+    assert!(s.numbers().waiting_for_front);
+    assert!(s
+        .numbers()
+        .status_line(false, 1.0)
+        .starts_with("[WAITING: the game is not in front]"));
+    // The reply of a call started before is not acted on, and nothing new is asked.
+    let fx = s.step(
+        outcome(
+            tick,
+            menu(),
+            reply(TacticalReply::Act(Action::Key { key: "x".into() })),
+        ),
+        ms(300),
+    );
+    assert!(submits(&fx).is_empty() && tactical_jobs(&fx).is_empty(), "{fx:?}");
+    // A minute behind: no stuck signal, no climb, no budget spent.
+    let mut t = 300;
+    for i in 0..120 {
+        t += 500;
+        let fx = s.step(Input::Reflex(behind(10 + i)), ms(t));
+        assert!(tactical_jobs(&fx).is_empty());
+    }
+    assert_eq!(s.loop_state().rung(), None);
+    assert!(s.stopped().is_none());
+    t += 500;
+    let fx = s.step(Input::Reflex(reflex(200)), ms(t));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, detail }) if interlock == "in_front" && detail.contains("after 60.6 s"))), "{fx:?}");
+    assert!(!s.numbers().waiting_for_front);
+    assert_eq!(tactical_jobs(&fx).len(), 1, "the model is asked again");
+    let prompt = tactical_jobs(&fx)[0]
+        .context
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(t), ""), None)
+        .render();
+    assert!(
+        prompt.contains("not executed: the game is not in front"),
+        "{prompt}"
     );
 }
 

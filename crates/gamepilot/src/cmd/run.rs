@@ -567,6 +567,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // SIGINT / SIGTERM / SIGHUP from here on stop the session cleanly (issue 14; exit 128 + signal).
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
     let (x, win) = args.target.resolve()?;
+    // Input reaches only a game in front (FR-SAFE-004): ask the window manager to raise it, never by
+    // synthesised input. While another window has the focus the session waits for it.
+    if !x.is_foreground(win.id).unwrap_or(true) {
+        match x.activate(win.id) {
+            Ok(()) => say!("brought the game's window to the front (asked the window manager)"),
+            Err(e) => say_err!("could not ask the window manager to raise the game's window: {e}"),
+        }
+    }
     drop(x);
     // FR-SAFE-005: no screen text, no destructive-action hold; refuse before anything starts.
     gamepilot_ocr::describe_backend().context("OCR does not work, and the agent does not act unread")?;
