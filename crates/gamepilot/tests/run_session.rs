@@ -453,3 +453,73 @@ fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model
         "{resumed}"
     );
 }
+
+#[test]
+fn a_subgoal_naming_a_visible_element_is_clicked_through_run_without_a_model_call() {
+    // Issue 27 item 3 (grounding without guessing), FR-GND-006: the plan names 'Options'; the one element
+    // so labelled is clicked with no tactical model call, executed and verified; the game's own state
+    // shows the options screen.
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    let tactical = Arc::new(AtomicU32::new(0));
+    let calls = tactical.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return gamepilot_testbed::plan_reply(
+                req,
+                &[("click 'Options'", "in_play"), ("collect a coin", "coins >= 1")],
+            );
+        }
+        calls.fetch_add(1, Ordering::SeqCst);
+        Reply::json(&json!({"action": "wait", "duration_ms": 300}))
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let spec = RunSpec {
+        goal: "Click Play, then collect a coin.",
+        goal_check: "coins >= 1",
+        max_actions: 4,
+        budget_s: 15,
+        grounding: "mark",
+    };
+    let child = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let state = arena
+        .wait_for(std::time::Duration::from_secs(60), |s| s["screen"] == "options")
+        .expect("the game shows its options screen");
+    assert_eq!(
+        tactical.load(Ordering::SeqCst),
+        0,
+        "no tactical model call before the click: {state}"
+    );
+    let out = child.wait_with_output().unwrap();
+    let text = show(&out);
+    assert!(matches!(out.status.code(), Some(0) | Some(4)), "{text}");
+    assert!(text.contains("1 actions grounded without a call"), "{text}");
+    let ev = events(&rec);
+    let note = ev
+        .iter()
+        .position(|e| {
+            e["kind"] == "note"
+                && e["text"].as_str().is_some_and(|t| {
+                    t.starts_with("grounded without a model call: the subgoal names 'options'")
+                })
+        })
+        .expect("the direct grounding is recorded");
+    let click = ev
+        .iter()
+        .position(|e| e["kind"] == "action" && e["payload"]["action"] == "click")
+        .expect("the click was executed");
+    assert!(note < click);
+    let id = ev[click]["action"].as_u64();
+    assert!(
+        ev.iter()
+            .any(|e| e["kind"] == "verdict" && e["action"].as_u64() == id && e["verdict"] == "confirmed"),
+        "verified like any action"
+    );
+    replays(&rec);
+}

@@ -182,9 +182,13 @@ pub fn run(
         } else {
             previous.take()
         };
-        if req.perceive_only {
-            // Self-identification's frame after a probe hold: perceived, no model call; each element of
-            // the previous frame searched for nearby in this one (issue 16).
+        // The subgoal names the one element labelled so: the session clicks it without a model call.
+        let direct = req.direct.as_deref().and_then(|name| {
+            gamepilot_session::direct::direct_target(&observation, name, &req.excluded_marks)
+        });
+        if req.perceive_only || direct.is_some() {
+            // Self-identification's frame after a probe hold (or a subgoal grounded directly): perceived,
+            // no model call; each element of the previous frame searched for nearby in this one (issue 16).
             let moves = match &before {
                 Some((f, b)) if f.width == frame.width && f.height == frame.height => {
                     gamepilot_vision::track::moves(&f.view(), b, &view, PROBE_SEARCH_PX)
@@ -199,7 +203,10 @@ pub fn run(
                 crop: None,
                 reply: Err(TacticalFailure {
                     kind: FailureKind::NotAsked,
-                    message: "perceive-only tick".into(),
+                    message: match direct {
+                        Some(mark) => format!("the subgoal names mark {mark}'s label: no model call"),
+                        None => "perceive-only tick".into(),
+                    },
                     latency_ms: 0.0,
                 }),
                 moves,

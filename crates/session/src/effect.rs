@@ -102,6 +102,10 @@ pub struct TacticalJob {
     /// nearest it first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avatar: Option<gamepilot_grounding::AvatarModel>,
+    /// The element the current subgoal names (`crate::direct`): when exactly one element carries that
+    /// label, the tick perceives only and the session clicks it without a model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<String>,
 }
 
 fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {

@@ -4,6 +4,7 @@
 
 pub mod bench_context;
 pub mod destructive;
+pub mod direct;
 pub mod effect;
 pub mod eval;
 pub mod input;

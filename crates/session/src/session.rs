@@ -215,6 +215,8 @@ pub struct SessionNumbers {
     pub waiting_for_front: bool,
     /// Each climb of the escalation ladder (FR-LOOP-006): the rung and the seconds since the session began.
     pub escalations: Vec<(Rung, f64)>,
+    /// Actions grounded with no model call because the subgoal named the one element so labelled.
+    pub direct_groundings: u64,
     pub reflex: ReflexStats,
     pub failures: Vec<(FailureCause, u64)>,
 }
@@ -285,6 +287,8 @@ pub struct Session {
     /// The model's last reply that was grounded into an action, and, on the retry rung, that reply waiting
     /// to be grounded once more on the next fresh observation (FR-LOOP-006).
     last_reply: Option<TacticalReply>,
+    /// Subgoals and the element names already clicked for them without a model call.
+    direct_done: Vec<(SubgoalId, String)>,
     /// The latest research question a deliberative reply wrote, asked when the ladder reaches research.
     research_question: Option<String>,
     /// Research rungs reached so far; the second and later are deep research (FR-SKILL-004).
@@ -330,10 +334,12 @@ pub struct Session {
     probe_running: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct TacticalInFlight {
     tick: u64,
     generation: u64,
+    /// The element the subgoal named when the tick started, and the marks it excluded.
+    direct: Option<(String, Vec<ElementId>)>,
 }
 
 /// A refuted scene change within the settle window and a confirmed-without-progress streak this long
@@ -483,6 +489,7 @@ impl Session {
             behind: None,
             last_reply: None,
             research_question: None,
+            direct_done: Vec::new(),
             research_rungs: 0,
             safe: SafeState::default(),
             last_print: None,
@@ -1218,10 +1225,6 @@ impl Session {
                 .assemble(Cadence::Tactical, &ObservationText::new(now, ""), None)
                 .render(),
         );
-        self.tactical_in_flight = Some(TacticalInFlight {
-            tick: self.tactical_tick,
-            generation: self.generation,
-        });
         let mut tools = tools_for_path(path, self.cfg.camera_calibrated);
         if self.selfid.avatar().is_some() {
             // Issue 16: with the avatar known, a place in the world is reached by steering, not by a
@@ -1231,6 +1234,24 @@ impl Session {
             tools.push(Tool::MoveTo);
         }
         let perceive_only = self.selfid.probing() || self.retry.is_some() || self.safe.returning();
+        // Issue 27: a subgoal that names an element is clicked without a model call when exactly one
+        // element carries that label — once per subgoal and name, so a click that did not finish the
+        // subgoal leaves the next choice to the model.
+        let direct = match (
+            self.state.active_subgoal(),
+            self.state.status().subgoal_description,
+        ) {
+            (Some(sub), Some(d)) if !perceive_only && tools.contains(&Tool::ClickMark) => {
+                crate::direct::named_element(&d)
+                    .filter(|name| !self.direct_done.contains(&(sub, name.clone())))
+            }
+            _ => None,
+        };
+        self.tactical_in_flight = Some(TacticalInFlight {
+            tick: self.tactical_tick,
+            generation: self.generation,
+            direct: direct.clone().map(|d| (d, self.excluded.clone())),
+        });
         out.push(Effect::StartTactical(TacticalJob {
             tick: self.tactical_tick,
             context: Box::new(self.context.clone()),
@@ -1257,6 +1278,7 @@ impl Session {
                 self.context.plan().subgoal.as_deref().unwrap_or(""),
             ),
             avatar: self.selfid.avatar().cloned(),
+            direct,
         }));
     }
 
@@ -1281,8 +1303,8 @@ impl Session {
     }
 
     fn on_tactical(&mut self, mut t: TacticalOutcome, now: MonoTime, out: &mut Vec<Effect>) {
-        let generation = match self.tactical_in_flight.take() {
-            Some(f) if f.tick == t.tick => f.generation,
+        let (generation, direct) = match self.tactical_in_flight.take() {
+            Some(f) if f.tick == t.tick => (f.generation, f.direct),
             other => {
                 self.tactical_in_flight = other;
                 out.push(Effect::Record(SessionRecord::Note {
@@ -1379,6 +1401,9 @@ impl Session {
             return self.step_back(&t.observation, scene, generation, now, out);
         }
         if perceived_only {
+            if let Some((name, excluded)) = direct {
+                return self.ground_direct(&name, &excluded, &t.observation, generation, now, out);
+            }
             if let Some(again) = self.retry.take() {
                 if let Some(grounded) = self.ground(&again, &t.observation, false, generation, now) {
                     out.push(Effect::Record(SessionRecord::Note {
@@ -1528,6 +1553,38 @@ impl Session {
             }
         }
         self.propose(grounded, now, out);
+    }
+
+    /// The subgoal named an element and the tactical thread found exactly one labelled so: click its mark
+    /// with no model call, labelled as the session's own grounding (issue 27).
+    fn ground_direct(
+        &mut self,
+        name: &str,
+        excluded: &[ElementId],
+        obs: &Observation,
+        generation: u64,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let Some(mark) = crate::direct::direct_target(obs, name, excluded) else {
+            return;
+        };
+        if let Some(sub) = self.state.active_subgoal() {
+            self.direct_done.push((sub, name.to_string()));
+        }
+        let reply = TacticalReply::ClickMark {
+            mark,
+            button: gamepilot_core::MouseButton::Left,
+        };
+        if let Some(grounded) = self.ground(&reply, obs, false, generation, now) {
+            self.numbers.direct_groundings += 1;
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "grounded without a model call: the subgoal names '{name}', the one element so labelled is mark {mark}"
+                ),
+            }));
+            self.act_on(grounded, obs, generation, now, out);
+        }
     }
 
     /// A probe hold of self-identification: a session action like any other (budgets, rate, denied keys,

@@ -1567,13 +1567,60 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
     );
 }
 
+#[test]
+fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
+    // Issue 27 item 3 (grounding without guessing), FR-GND-001 (a mark's centre), FR-GND-006 (verified)
+    let plan = PlanSpec {
+        subgoals: vec![
+            subgoal(1, 1, "playing", "click 'Options'"),
+            subgoal(2, 0, "coins >= 1", "collect a coin"),
+        ],
+    };
+    let (mut s, fx) = started_with(config(), plan);
+    let job = tactical_jobs(&fx)[0].clone();
+    assert_eq!(job.direct.as_deref(), Some("options"));
+    assert!(
+        !job.perceive_only,
+        "the tactical thread asks the model unless the name is on screen once"
+    );
+    let mut t = 100;
+    let fx = s.step(outcome(job.tick, menu(), not_asked()), ms(t));
+    let sent = submits(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    let options = menu().elements[1].bbox.center();
+    assert!(matches!(sent[0].1, Action::Click { x, y, .. } if (x, y) == (options.x, options.y)));
+    assert!(notes(&fx)
+        .iter()
+        .any(|n| n.starts_with("grounded without a model call: the subgoal names 'options'")));
+    assert_eq!(s.numbers().direct_groundings, 1);
+    // Executed and verified like any action; the subgoal is still open, and the next choice is the model's.
+    t += 100;
+    let fx = s.step(
+        Input::Evidence {
+            action: sent[0].0,
+            changed: Some(true),
+        },
+        ms(t),
+    );
+    let next = match tactical_jobs(&fx).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(&mut s, &mut t),
+    };
+    assert_eq!(next.direct, None, "once per subgoal and name");
+}
+
 /// Steps reflex ticks until the session starts a tactical call; its tick.
 fn tactical_jobs_after(s: &mut Session, t: &mut u64) -> u64 {
+    next_job(s, t).tick
+}
+
+/// Steps reflex ticks until the session starts a tactical call; its job.
+fn next_job(s: &mut Session, t: &mut u64) -> TacticalJob {
     for _ in 0..50 {
         *t += 500;
         let fx = s.step(Input::Reflex(reflex(*t / 100)), ms(*t));
         if let Some(j) = tactical_jobs(&fx).first() {
-            return j.tick;
+            return (*j).clone();
         }
     }
     panic!(

@@ -102,6 +102,8 @@ pub struct Summary {
     pub rejected: u64,
     pub failures: Vec<(String, u64)>,
     pub tactical_calls: u64,
+    /// Actions grounded without a model call (the subgoal named the one element so labelled).
+    pub direct_groundings: u64,
     pub tactical_failures: u64,
     pub schema_violations: u64,
     pub tactical_latency_ms_p50: f64,
@@ -699,6 +701,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         rejected: n.rejected,
         failures: n.failures.iter().map(|(c, k)| (format!("{c:?}"), *k)).collect(),
         tactical_calls: n.tactical_calls,
+        direct_groundings: n.direct_groundings,
         tactical_failures: n.tactical_failures,
         schema_violations: n.schema_violations,
         tactical_latency_ms_p50: pct(&latencies, 0.5),

@@ -530,8 +530,9 @@ pub fn print_summary(s: &Summary) {
         }
     );
     say!(
-        "  tactical: {} calls, latency p50 {:.0} ms p95 {:.0} ms, prompt tokens {} of which cached {}",
+        "  tactical: {} calls, {} actions grounded without a call, latency p50 {:.0} ms p95 {:.0} ms, prompt tokens {} of which cached {}",
         s.tactical_calls,
+        s.direct_groundings,
         s.tactical_latency_ms_p50,
         s.tactical_latency_ms_p95,
         s.prompt_tokens,

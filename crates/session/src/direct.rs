@@ -1,0 +1,149 @@
+//! Grounding without guessing: when the current subgoal names an element ("click 'New Game'", "press
+//! Play") and exactly one element on screen carries that label, the session clicks its mark without a
+//! model call; the action is validated, executed and verified like any other. With no such element, or
+//! several, the model chooses.
+
+use gamepilot_core::ElementId;
+use gamepilot_vision::Observation;
+
+/// Verbs that make a subgoal a click on the element it names.
+const VERBS: &[&str] = &[
+    "click", "press", "select", "choose", "open", "tap", "pick", "hit", "activate", "push",
+];
+
+/// Words around a name that are not part of it ("click the 'Play' button").
+const FILLER: &[&str] = &[
+    "the", "a", "an", "on", "button", "menu", "item", "option", "tab", "entry", "link",
+];
+
+fn normalise(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                ' '
+            }
+        })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The element a subgoal names, normalised; `None` when the subgoal is not a click on a named element
+/// ("collect a coin", "win the game"). A quoted name is taken as it is; otherwise the words after the
+/// verb, less articles and words like "button".
+pub fn named_element(subgoal: &str) -> Option<String> {
+    let text = subgoal.trim();
+    let first = text.split_whitespace().next()?.to_lowercase();
+    if !VERBS.contains(&first.trim_end_matches([',', ':']).as_ref()) {
+        return None;
+    }
+    // Only the first clause: "click Play, then collect a coin" names Play.
+    let clause = text.split([',', ';', '.']).next().unwrap_or(text);
+    let quoted = clause
+        .split(['\'', '"', '‘', '’', '“', '”'])
+        .nth(1)
+        .map(normalise)
+        .filter(|q| !q.is_empty());
+    let name = quoted.unwrap_or_else(|| {
+        let words: Vec<String> = normalise(clause).split(' ').skip(1).map(str::to_string).collect();
+        let start = words
+            .iter()
+            .position(|w| !FILLER.contains(&w.as_str()))
+            .unwrap_or(words.len());
+        let end = words
+            .iter()
+            .rposition(|w| !FILLER.contains(&w.as_str()))
+            .map_or(start, |e| e + 1);
+        words[start..end.max(start)].join(" ")
+    });
+    (!name.is_empty() && name.split(' ').count() <= 4).then_some(name)
+}
+
+/// The one element labelled `name` (normalised) and not excluded; `None` when none or several are.
+pub fn direct_target(obs: &Observation, name: &str, excluded: &[ElementId]) -> Option<ElementId> {
+    let mut hits = obs
+        .elements
+        .iter()
+        .filter(|e| !excluded.contains(&e.id))
+        .filter(|e| e.label.as_deref().is_some_and(|l| normalise(l) == name));
+    let first = hits.next()?;
+    hits.next().is_none().then_some(first.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gamepilot_core::{MonoTime, Rect, Size};
+    use gamepilot_vision::{Element, ElementSource, FrameClass};
+
+    #[test]
+    fn a_subgoal_names_the_element_it_clicks_and_nothing_else() {
+        // Issue 27 item 3: plans that name what to do are grounded without guessing
+        assert_eq!(named_element("click 'New Game'").as_deref(), Some("new game"));
+        assert_eq!(
+            named_element("Press the \"Start Game\" button").as_deref(),
+            Some("start game")
+        );
+        assert_eq!(
+            named_element("click Play, then collect a coin").as_deref(),
+            Some("play")
+        );
+        assert_eq!(named_element("select the Easy option").as_deref(), Some("easy"));
+        assert_eq!(named_element("Open Options").as_deref(), Some("options"));
+        assert_eq!(named_element("collect a coin"), None);
+        assert_eq!(named_element("start the game"), None);
+        assert_eq!(named_element("click"), None);
+        assert_eq!(named_element("click the button"), None);
+        assert_eq!(
+            named_element("click on whatever looks like it would start a new round"),
+            None
+        );
+    }
+
+    fn labelled(labels: &[&str]) -> Observation {
+        Observation {
+            at: MonoTime::ZERO,
+            frame_size: Size::new(640, 480),
+            class: FrameClass::Scene,
+            texts: Vec::new(),
+            elements: labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| Element {
+                    id: ElementId(i as u32 + 1),
+                    bbox: Rect::new(10, 10 + 40 * i as i32, 100, 30),
+                    confidence: 0.9,
+                    source: ElementSource::Text,
+                    label: Some(l.to_string()),
+                    looks: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn only_one_visible_element_with_that_label_is_grounded_directly() {
+        // Issue 27 item 3: the model is asked when there is a real choice
+        let menu = labelled(&["Arcade Game", "New Game!", "Options"]);
+        assert_eq!(direct_target(&menu, "new game", &[]), Some(ElementId(2)));
+        assert_eq!(
+            direct_target(&menu, "game", &[]),
+            None,
+            "a word of a label is not the label"
+        );
+        assert_eq!(
+            direct_target(&menu, "new game", &[ElementId(2)]),
+            None,
+            "a suppressed mark is not offered"
+        );
+        let twice = labelled(&["Play", "play"]);
+        assert_eq!(
+            direct_target(&twice, "play", &[]),
+            None,
+            "two candidates: the model chooses"
+        );
+    }
+}
