@@ -37,7 +37,7 @@ fn normalise(s: &str) -> String {
 pub fn named_element(subgoal: &str) -> Option<String> {
     let text = subgoal.trim();
     let first = text.split_whitespace().next()?.to_lowercase();
-    if !VERBS.contains(&first.trim_end_matches([',', ':']).as_ref()) {
+    if !VERBS.contains(&first.trim_end_matches([',', ':'])) {
         return None;
     }
     // Only the first clause: "click Play, then collect a coin" names Play.

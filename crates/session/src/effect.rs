@@ -16,7 +16,7 @@ use std::fmt;
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
     Reflex(ReflexCommand),
-    StartTactical(TacticalJob),
+    StartTactical(Box<TacticalJob>),
     StartDeliberation(DeliberationJob),
     StartResearch(ResearchJob),
     /// Show the destructive-action hold to the user (overlay, terminal) and report the answer as

@@ -1252,7 +1252,7 @@ impl Session {
             generation: self.generation,
             direct: direct.clone().map(|d| (d, self.excluded.clone())),
         });
-        out.push(Effect::StartTactical(TacticalJob {
+        out.push(Effect::StartTactical(Box::new(TacticalJob {
             tick: self.tactical_tick,
             context: Box::new(self.context.clone()),
             context_fingerprint,
@@ -1279,7 +1279,7 @@ impl Session {
             ),
             avatar: self.selfid.avatar().cloned(),
             direct,
-        }));
+        })));
     }
 
     /// A tactical prompt's size estimate: the context over the last observation, plus an image.

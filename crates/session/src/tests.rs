@@ -56,7 +56,7 @@ fn tactical_jobs(effects: &[Effect]) -> Vec<&TacticalJob> {
     effects
         .iter()
         .filter_map(|e| match e {
-            Effect::StartTactical(j) => Some(j),
+            Effect::StartTactical(j) => Some(&**j),
             _ => None,
         })
         .collect()

@@ -267,7 +267,7 @@ impl Wiring<'_> {
                     return Ok(vec![worker_stuck("reflex", REFLEX_COMMANDS)]);
                 }
             }
-            Effect::StartTactical(job) => match self.to_tactical.try_send(TacticalRequest { job }) {
+            Effect::StartTactical(job) => match self.to_tactical.try_send(TacticalRequest { job: *job }) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => return Ok(vec![worker_stuck("tactical", TACTICAL_JOBS)]),
                 Err(TrySendError::Disconnected(_)) => {
