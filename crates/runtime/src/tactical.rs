@@ -169,11 +169,11 @@ pub fn run(
             .as_ref()
             .map(|a| gamepilot_session::selfid::move_targets(&observation, a))
             .unwrap_or_default();
-        let observation_text = observation_for_model(
-            &observation.to_text_listing(&order, req.observation_max_elements),
-            req.health,
-            req.observation_max_bytes,
-        );
+        let mut listing = observation.to_text_listing(&order, req.observation_max_elements);
+        if let Some(line) = &req.sensors {
+            listing = format!("{listing}{line}\n");
+        }
+        let observation_text = observation_for_model(&listing, req.health, req.observation_max_bytes);
         // The frame (3.7 MB at 1280x720) is copied only while self-identification may still probe.
         let before = if req.keep_frame {
             let mut boxes: Vec<gamepilot_core::Rect> = observation.elements.iter().map(|e| e.bbox).collect();

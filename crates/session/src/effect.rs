@@ -106,6 +106,9 @@ pub struct TacticalJob {
     /// label, the tick perceives only and the session clicks it without a model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<String>,
+    /// The sensors' line of the observation (`crate::sensors_line`), when there are sensors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensors: Option<String>,
 }
 
 fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {

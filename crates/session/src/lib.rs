@@ -27,8 +27,8 @@ pub use input::{
 pub use scene::{scene_kind, SceneKind};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};
 pub use session::{
-    bound_text, fingerprint, observation_for_model, observation_signature, session_tools, tools_for_path,
-    ReflexFeed, Session, SessionConfig, SessionNumbers, TOOLS,
+    bound_text, fingerprint, observation_for_model, observation_signature, sensors_line, session_tools,
+    tools_for_path, ReflexFeed, Session, SessionConfig, SessionNumbers, TOOLS,
 };
 
 /// Why a session could not be built.

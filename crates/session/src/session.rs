@@ -287,6 +287,8 @@ pub struct Session {
     /// The model's last reply that was grounded into an action, and, on the retry rung, that reply waiting
     /// to be grounded once more on the next fresh observation (FR-LOOP-006).
     last_reply: Option<TacticalReply>,
+    /// The sensors' values when the previous tactical call started ("was" in the model's observation).
+    sensors_at_last_call: Vec<(String, Option<f64>)>,
     /// Subgoals and the element names already clicked for them without a model call.
     direct_done: Vec<(SubgoalId, String)>,
     /// The latest research question a deliberative reply wrote, asked when the ladder reaches research.
@@ -375,6 +377,24 @@ pub fn observation_for_model(text: &str, health: FrameHealth, max: usize) -> Str
             health.as_str()
         )
     }
+}
+
+/// The sensors' line of the model's observation (sensor-expressions.md: the observation's text includes
+/// them): each sensor's value now, `undefined` when it has none, and what it was at the previous call when
+/// it changed since (`lines = 3 (was 2)`). `None` without sensors.
+pub fn sensors_line(now: &[(String, Option<f64>)], before: &[(String, Option<f64>)]) -> Option<String> {
+    if now.is_empty() {
+        return None;
+    }
+    let show = |v: Option<f64>| v.map_or_else(|| "undefined".to_string(), |v| format!("{v}"));
+    let parts: Vec<String> = now
+        .iter()
+        .map(|(name, v)| match before.iter().find(|(n, _)| n == name) {
+            Some((_, was)) if was != v => format!("{name} = {} (was {})", show(*v), show(*was)),
+            _ => format!("{name} = {}", show(*v)),
+        })
+        .collect();
+    Some(format!("Sensors: {}", parts.join(", ")))
 }
 
 /// Cut `text` to at most `max` bytes on a character boundary, saying how much was left out.
@@ -490,6 +510,7 @@ impl Session {
             last_reply: None,
             research_question: None,
             direct_done: Vec::new(),
+            sensors_at_last_call: Vec::new(),
             research_rungs: 0,
             safe: SafeState::default(),
             last_print: None,
@@ -1241,7 +1262,12 @@ impl Session {
             self.state.active_subgoal(),
             self.state.status().subgoal_description,
         ) {
-            (Some(sub), Some(d)) if !perceive_only && tools.contains(&Tool::ClickMark) => {
+            // A path the user forced is every action's path; otherwise a named element is a mark.
+            (Some(sub), Some(d))
+                if !perceive_only
+                    && tools.contains(&Tool::ClickMark)
+                    && (self.cfg.grounding_paths.len() > 1 || path == Some(GroundingPath::Mark)) =>
+            {
                 crate::direct::named_element(&d)
                     .filter(|name| !self.direct_done.contains(&(sub, name.clone())))
             }
@@ -1279,7 +1305,9 @@ impl Session {
             ),
             avatar: self.selfid.avatar().cloned(),
             direct,
+            sensors: sensors_line(&self.numbers.sensors, &self.sensors_at_last_call),
         })));
+        self.sensors_at_last_call = self.numbers.sensors.clone();
     }
 
     /// A tactical prompt's size estimate: the context over the last observation, plus an image.
@@ -2041,6 +2069,9 @@ pub struct ReflexFeed {
     worst_late_us: u64,
     ticks: u64,
     last_goal_met: Option<bool>,
+    /// The subgoal check last reported: a change (a postcondition true for a single tick) is reported at
+    /// once, so no transition is lost between reports.
+    last_subgoal: Option<gamepilot_planner::SubgoalCheck>,
     last_foreground: bool,
 }
 
@@ -2061,6 +2092,7 @@ impl ReflexFeed {
             worst_late_us: 0,
             ticks: 0,
             last_goal_met: None,
+            last_subgoal: None,
             last_foreground: true,
         }
     }
@@ -2076,11 +2108,13 @@ impl ReflexFeed {
         let due = report.tick.is_multiple_of(self.every)
             || report.change == FrameChange::Scene
             || report.goal_met != self.last_goal_met
+            || report.subgoal != self.last_subgoal
             || report.foreground != self.last_foreground;
         if !due {
             return None;
         }
         self.last_goal_met = report.goal_met;
+        self.last_subgoal = report.subgoal;
         self.last_foreground = report.foreground;
         report.change = std::mem::replace(&mut self.strongest, FrameChange::Unchanged);
         report.late_us = std::mem::take(&mut self.worst_late_us);

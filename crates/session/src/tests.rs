@@ -741,6 +741,75 @@ fn the_reflex_feed_reports_the_strongest_change_and_worst_lateness_since_the_las
 }
 
 #[test]
+fn the_model_sees_what_the_sensors_see_and_what_changed() {
+    // FR-PERC-007 / sensor-expressions.md: the observation's text includes the sensors' values
+    let now = vec![
+        ("lines".to_string(), Some(3.0)),
+        ("menu".to_string(), None),
+        ("x".to_string(), Some(1.0)),
+    ];
+    let before = vec![
+        ("lines".to_string(), Some(2.0)),
+        ("menu".to_string(), Some(1.0)),
+        ("x".to_string(), Some(1.0)),
+    ];
+    assert_eq!(
+        crate::sensors_line(&now, &before).as_deref(),
+        Some("Sensors: lines = 3 (was 2), menu = undefined (was 1), x = 1")
+    );
+    assert_eq!(crate::sensors_line(&[], &before), None);
+    // Through the session: the job carries the line, "was" being the previous call's values.
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let mut r = reflex(6);
+    r.sensors = vec![("coins".to_string(), Some(0.0))];
+    s.step(Input::Reflex(r), ms(200));
+    let fx = s.step(
+        outcome(tick, menu(), reply(TacticalReply::Note { text: "a".into() })),
+        ms(300),
+    );
+    let job = tactical_jobs(&fx)[0];
+    assert_eq!(job.sensors.as_deref(), Some("Sensors: coins = 0"));
+    let mut r = reflex(12);
+    r.sensors = vec![("coins".to_string(), Some(1.0))];
+    s.step(Input::Reflex(r), ms(400));
+    let fx = s.step(
+        outcome(job.tick, menu(), reply(TacticalReply::Note { text: "b".into() })),
+        ms(500),
+    );
+    assert_eq!(
+        tactical_jobs(&fx)[0].sensors.as_deref(),
+        Some("Sensors: coins = 1 (was 0)")
+    );
+}
+
+#[test]
+fn a_postcondition_true_for_a_single_tick_reaches_the_session() {
+    // FR-LOOP-004 (postconditions checked every reflex tick): `x > @x` is true on the one tick x rises; a
+    // feed that reported every sixth tick's check only would lose it
+    let mut feed = ReflexFeed::new(6);
+    let check = |met: bool| {
+        Some(gamepilot_planner::SubgoalCheck {
+            subgoal: SubgoalId(1),
+            met: Some(met),
+        })
+    };
+    let mut out = Vec::new();
+    for tick in 1..=12 {
+        let mut r = reflex(tick);
+        r.subgoal = check(tick == 3);
+        out.extend(feed.tick(r));
+    }
+    assert!(
+        out.iter().any(|r| r.tick == 3 && r.subgoal == check(true)),
+        "{out:?}"
+    );
+    assert!(out.iter().any(|r| r.tick == 4 && r.subgoal == check(false)));
+    // Unchanged checks are not reported more often than before.
+    assert_eq!(out.iter().filter(|r| r.tick % 6 != 0).count(), 3, "{out:?}");
+}
+
+#[test]
 fn inputs_and_effects_serialise_for_the_recording() {
     // INV-CTX-002: every input is recorded and replayable
     let input = outcome(3, menu(), click_mark(1));
