@@ -287,6 +287,7 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
     // and its brief was asked of the deliberative model.
     let asked = queries.lock().unwrap().clone();
     eprintln!("searches: {asked:?}");
+    eprintln!("notes: {notes:#?}");
     assert_eq!(
         asked.first().map(String::as_str),
         Some(QUESTION),

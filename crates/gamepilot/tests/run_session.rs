@@ -390,8 +390,8 @@ fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model
     let spec = RunSpec {
         goal: "Click Play, then collect a coin.",
         goal_check: "coins >= 1",
-        max_actions: 200,
-        budget_s: 12,
+        max_actions: 400,
+        budget_s: 120,
         grounding: "mark",
     };
     let child = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
@@ -402,7 +402,13 @@ fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model
     let count = || tactical.load(Ordering::SeqCst);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while count() < 2 {
-        assert!(std::time::Instant::now() < deadline, "no tactical calls");
+        if std::time::Instant::now() >= deadline {
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGINT);
+            }
+            let out = child.wait_with_output().unwrap();
+            panic!("no tactical calls:\n{}", show(&out));
+        }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(x.is_foreground(arena.window.id).unwrap(), "run raised the game");
@@ -417,7 +423,7 @@ fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model
         "no model call while the game is behind another window"
     );
     x.activate(arena.window.id).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while count() == behind {
         assert!(
             std::time::Instant::now() < deadline,
@@ -425,9 +431,14 @@ fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    // Resumed: a Ctrl+C ends the run cleanly (the budget is generous, so a loaded machine's slow start
+    // never ends the session first).
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
     let out = child.wait_with_output().unwrap();
     let text = show(&out);
-    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert_eq!(out.status.code(), Some(130), "{text}");
     assert!(text.contains("brought the game's window to the front"), "{text}");
     let ev = events(&rec);
     let at = |name: &str| {

@@ -192,6 +192,12 @@ pub enum Event {
         rung: Rung,
         reason: String,
     },
+    /// The wiring carried out a rung and verified its effect (the safe state reached): the ladder returns
+    /// to idle as after progress.
+    RungDone {
+        rung: Rung,
+        evidence: String,
+    },
     /// Research (the ladder's research rung) ended. `found`: at least one source was read and its note is
     /// in the context, so a deliberative pass replans with it; otherwise the research rung failed.
     /// `summary` is the note written (or why nothing was found), kept for the recording.
@@ -622,6 +628,12 @@ impl LoopState {
                     self.rung_failed(now, &mut out);
                 }
             }
+            Event::RungDone { rung, .. } => {
+                if self.ladder.current() == Some(rung) {
+                    self.detectors.restart(now);
+                    self.progress_made(&mut out);
+                }
+            }
             Event::ResearchDone { found, .. } => self.on_research_done(now, found, &mut out),
             Event::WindowClosed => self.stop(StopReason::WindowClosed, &mut out),
             Event::UserStop => self.stop(StopReason::UserStop, &mut out),
@@ -813,6 +825,11 @@ impl LoopState {
                 self.stuck_log.remove(0);
             }
             self.stuck_log.push((now, *signal));
+        }
+        // The safe-state rung navigates back in steps of its own (a step that changes nothing is followed by
+        // the next): it ends when it arrives, gives up (`RungFailed`) or times out, not on stuck signals.
+        if self.ladder.current() == Some(Rung::SafeState) {
+            return;
         }
         // One escalation per batch of signals: several detectors agreeing is one failure, not several.
         self.climb(now, true, out);

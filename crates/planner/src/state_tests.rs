@@ -741,7 +741,15 @@ fn ladder_climbs_rung_by_rung_only_on_failure_then_stops() {
             reason: "late".into()
         })
         .is_empty());
+    // on the safe-state rung a stuck signal is recorded, not climbed on: its own steps back decide (a step
+    // that changes nothing is followed by the next), then its giving up or its timeout
     let c = stall(&mut h);
+    assert!(!c.iter().any(|c| matches!(c, Command::Escalate { .. })), "{c:?}");
+    assert_eq!(h.s.rung(), Some(Rung::SafeState));
+    let c = h.ev(Event::RungFailed {
+        rung: Rung::SafeState,
+        reason: "3 steps back did not reach the menu".into(),
+    });
     assert!(has(
         &c,
         &Command::Escalate {
@@ -1202,6 +1210,36 @@ fn research_found_but_plan_kept_fails_the_rung() {
             rung: Rung::SafeState
         }
     ));
+}
+
+#[test]
+fn a_safe_state_reached_returns_the_ladder_to_idle() {
+    // FR-LOOP-006: the safe-state rung's success is verified arrival, whatever the last step's verdict
+    let mut h = to_research(no_timer());
+    h.ev(Event::RungFailed {
+        rung: Rung::Research,
+        reason: "nothing found".into(),
+    });
+    assert_eq!(h.s.rung(), Some(Rung::SafeState));
+    let late = h.ev(Event::RungDone {
+        rung: Rung::Research,
+        evidence: "not the current rung".into(),
+    });
+    assert!(late.is_empty());
+    let c = h.ev(Event::RungDone {
+        rung: Rung::SafeState,
+        evidence: "back on the menu".into(),
+    });
+    assert!(
+        has(
+            &c,
+            &Command::LadderReset {
+                rung: Rung::SafeState
+            }
+        ),
+        "{c:?}"
+    );
+    assert_eq!(h.s.rung(), None);
 }
 
 #[test]

@@ -199,6 +199,9 @@ pub struct SessionNumbers {
     pub tactical_failures: u64,
     pub schema_violations: u64,
     pub tactical_latency_ms: Vec<f64>,
+    /// From each new screen (the session's start, a scene change) to the first action the executor took
+    /// after it, in ms: the latency a player feels (issue 29).
+    pub first_action_ms: Vec<f64>,
     pub prompt_tokens: u64,
     pub cached_prompt_tokens: u64,
     pub deliberative_passes: u64,
@@ -287,6 +290,8 @@ pub struct Session {
     /// The model's last reply that was grounded into an action, and, on the retry rung, that reply waiting
     /// to be grounded once more on the next fresh observation (FR-LOOP-006).
     last_reply: Option<TacticalReply>,
+    /// When the screen the agent has not acted on yet appeared (the session's start, a scene change).
+    new_screen_at: Option<MonoTime>,
     /// The sensors' values when the previous tactical call started ("was" in the model's observation).
     sensors_at_last_call: Vec<(String, Option<f64>)>,
     /// Subgoals and the element names already clicked for them without a model call.
@@ -511,6 +516,7 @@ impl Session {
             research_question: None,
             direct_done: Vec::new(),
             sensors_at_last_call: Vec::new(),
+            new_screen_at: Some(start),
             research_rungs: 0,
             safe: SafeState::default(),
             last_print: None,
@@ -603,6 +609,11 @@ impl Session {
             }
             Input::Reflex(r) => self.on_reflex(r, now, &mut out),
             Input::ActionAccepted { action } => {
+                if let Some(since) = self.new_screen_at.take() {
+                    self.numbers
+                        .first_action_ms
+                        .push(now.since(since).as_secs_f64() * 1000.0);
+                }
                 // Recorded as executed only once the executor took it (a refused one is `rejected`).
                 if let Some(a) = self.actions.get(&action).filter(|a| a.executed) {
                     out.push(Effect::Record(SessionRecord::Action {
@@ -1102,6 +1113,11 @@ impl Session {
         for a in self.actions.values_mut().filter(|a| a.executed) {
             a.unreadable_evidence |= r.health.unreadable();
             a.scene_changed |= r.change == FrameChange::Scene;
+        }
+        // A new screen with no action of ours pending: the clock to the first action starts (a screen an
+        // action of ours is changing is that action's effect, not a new decision).
+        if r.change == FrameChange::Scene && self.actions.is_empty() && self.new_screen_at.is_none() {
+            self.new_screen_at = Some(now);
         }
         self.on_front(r.foreground, now, out);
         if self.user_paused.is_some() || self.behind.is_some() {
@@ -1980,7 +1996,17 @@ impl Session {
                     "safe state: back on {}, where an action worked before; plan from here",
                     p.describe()
                 );
-                return self.safe_note(&note, now, out);
+                self.safe_note(&note, now, out);
+                // Arrival verified by the screen itself is the rung's success, whatever the verdict of the
+                // last step back.
+                return self.feed(
+                    Event::RungDone {
+                        rung: Rung::SafeState,
+                        evidence: note,
+                    },
+                    now,
+                    out,
+                );
             }
             Some(SafeStep::GiveUp(why)) => {
                 let note = format!("safe state not reached: {why}");

@@ -784,6 +784,41 @@ fn the_model_sees_what_the_sensors_see_and_what_changed() {
 }
 
 #[test]
+fn the_time_from_a_new_screen_to_the_first_action_is_measured() {
+    // Issue 29: the latency a player feels, from the session's start and from each scene change
+    let (mut s, fx) = planned();
+    let tick = tactical_jobs(&fx)[0].tick;
+    let sub = s.step(outcome(tick, menu(), click_mark(1)), ms(900));
+    let (id, _, _) = submits(&sub)[0].clone();
+    s.step(Input::ActionAccepted { action: id }, ms(1000));
+    assert_eq!(s.numbers().first_action_ms, vec![1000.0]);
+    // The scene change the action itself causes is its effect, not a new screen to decide on.
+    let mut r = reflex(6);
+    r.change = FrameChange::Scene;
+    s.step(Input::Reflex(r.clone()), ms(1100));
+    let fx = s.step(
+        Input::Evidence {
+            action: id,
+            changed: Some(true),
+        },
+        ms(1200),
+    );
+    let mut t = 1200;
+    let next = match tactical_jobs(&fx).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(&mut s, &mut t),
+    };
+    let mut r2 = reflex(t / 100);
+    r2.change = FrameChange::Scene;
+    let screen_at = t + 100;
+    s.step(Input::Reflex(r2), ms(screen_at));
+    let sub = s.step(outcome(next.tick, menu(), click_mark(2)), ms(screen_at + 400));
+    let (id2, _, _) = submits(&sub)[0].clone();
+    s.step(Input::ActionAccepted { action: id2 }, ms(screen_at + 500));
+    assert_eq!(s.numbers().first_action_ms, vec![1000.0, 500.0]);
+}
+
+#[test]
 fn a_postcondition_true_for_a_single_tick_reaches_the_session() {
     // FR-LOOP-004 (postconditions checked every reflex tick): `x > @x` is true on the one tick x rises; a
     // feed that reported every sixth tick's check only would lose it

@@ -100,6 +100,23 @@ impl X11 {
         Ok(ServerHeld { keycodes, buttons })
     }
 
+    /// Ask the window manager to bring `win` to the front, again every 250 ms until it has the focus or
+    /// `within` has passed (a busy window manager may still be working through older requests). Returns
+    /// whether it is in front. Never synthesises input.
+    pub fn bring_to_front(&self, win: Window, within: std::time::Duration) -> Result<bool, X11Error> {
+        let until = std::time::Instant::now() + within;
+        loop {
+            if self.is_foreground(win)? {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= until {
+                return Ok(false);
+            }
+            self.activate(win)?;
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+
     /// Ask the window manager to activate `win` (EWMH `_NET_ACTIVE_WINDOW` client message), and set focus.
     pub fn activate(&self, win: Window) -> Result<(), X11Error> {
         use x11rb::protocol::xproto::{ClientMessageEvent, EventMask, InputFocus};

@@ -102,6 +102,8 @@ pub struct Summary {
     pub rejected: u64,
     pub failures: Vec<(String, u64)>,
     pub tactical_calls: u64,
+    /// New screen → first action: how many, p50 and p95 in ms (issue 29).
+    pub first_action_ms: (usize, f64, f64),
     /// Actions grounded without a model call (the subgoal named the one element so labelled).
     pub direct_groundings: u64,
     pub tactical_failures: u64,
@@ -689,6 +691,8 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     let n = session.numbers();
     let mut latencies = n.tactical_latency_ms.clone();
     latencies.sort_by(|a, b| a.total_cmp(b));
+    let mut first = n.first_action_ms.clone();
+    first.sort_by(|a, b| a.total_cmp(b));
     let secs = t0.elapsed().as_secs_f64();
     let summary = Summary {
         stop_reason: stop.to_string(),
@@ -706,6 +710,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         schema_violations: n.schema_violations,
         tactical_latency_ms_p50: pct(&latencies, 0.5),
         tactical_latency_ms_p95: pct(&latencies, 0.95),
+        first_action_ms: (first.len(), pct(&first, 0.5), pct(&first, 0.95)),
         cached_prompt_tokens: n.cached_prompt_tokens,
         prompt_tokens: n.prompt_tokens,
         compactions: n.compactions,

@@ -538,6 +538,12 @@ pub fn print_summary(s: &Summary) {
         s.prompt_tokens,
         s.cached_prompt_tokens
     );
+    say!(
+        "  new screen -> first action: {} screens, p50 {:.0} ms p95 {:.0} ms",
+        s.first_action_ms.0,
+        s.first_action_ms.1,
+        s.first_action_ms.2
+    );
     say!("  deliberative passes: {}", s.deliberative_passes);
     let ladder = if s.ladder.is_empty() {
         "not climbed".to_string()
@@ -571,8 +577,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // Input reaches only a game in front (FR-SAFE-004): ask the window manager to raise it, never by
     // synthesised input. While another window has the focus the session waits for it.
     if !x.is_foreground(win.id).unwrap_or(true) {
-        match x.activate(win.id) {
-            Ok(()) => say!("brought the game's window to the front (asked the window manager)"),
+        match x.bring_to_front(win.id, Duration::from_secs(3)) {
+            Ok(true) => say!("brought the game's window to the front (asked the window manager)"),
+            Ok(false) => say_err!("asked the window manager to raise the game's window; it is not in front yet, and the session waits for it"),
             Err(e) => say_err!("could not ask the window manager to raise the game's window: {e}"),
         }
     }
