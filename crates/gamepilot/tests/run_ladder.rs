@@ -96,33 +96,21 @@ fn search_server() -> (String, Arc<Mutex<Vec<String>>>) {
 
 /// The planner: the first plan, and on a replan a different plan that asks a research question.
 fn plan(req: &ChatRequest) -> Reply {
-    let offered: Vec<String> = req
-        .schema()
-        .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default();
-    let post = |want: &str| {
-        offered
-            .iter()
-            .find(|p| p.contains(want))
-            .or(offered.first())
-            .cloned()
-    };
-    let replan = req.prompt_text().contains("Deliberation trigger: Replan");
-    let (first, second) = if replan {
-        ("go back and choose Play", "pick up one coin")
-    } else {
-        ("start the game", "collect a coin")
-    };
-    let mut reply = json!({"subgoals": [
-        {"description": first, "postcondition": post("in_play"), "max_actions": 40, "max_time_s": 300},
-        {"description": second, "postcondition": post("coins >= 1"), "max_actions": 40, "max_time_s": 300}
-    ]});
-    if replan {
+    if req.prompt_text().contains("Deliberation trigger: Replan") {
+        let mut reply = gamepilot_testbed::plan_value(
+            req,
+            &[
+                ("go back and choose Play", "in_play"),
+                ("pick up one coin", "coins >= 1"),
+            ],
+        );
         reply["research"] = json!(QUESTION);
+        return Reply::json(&reply);
     }
-    Reply::json(&reply)
+    gamepilot_testbed::plan_reply(
+        req,
+        &[("start the game", "in_play"), ("collect a coin", "coins >= 1")],
+    )
 }
 
 /// Deep research's brief: one finding citing the first offered source.
@@ -203,11 +191,7 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
         ])
         .output()
         .unwrap();
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::show(&out);
     // The named stop, with the ladder's history in the summary.
     assert_eq!(out.status.code(), Some(4), "{text}");
     assert!(text.contains("session stopped: NoProgress"), "{text}");

@@ -7,11 +7,11 @@
 
 mod common;
 
-use common::{run_command, RunSpec};
+use common::{run_command, show, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -75,14 +75,6 @@ fn replays(rec: &Path) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]
@@ -353,6 +345,45 @@ fn run_refuses_a_degenerate_plan_with_its_reason_and_adopts_the_plan_asked_again
     replays(&rec);
 }
 
+/// A host whose planner plans `subgoals` and whose tactical cadence always waits; its tactical calls are
+/// counted.
+fn waiting_host(subgoals: &'static [(&'static str, &'static str)]) -> (ScriptedHost, Arc<AtomicU32>) {
+    let tactical = Arc::new(AtomicU32::new(0));
+    let calls = tactical.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return gamepilot_testbed::plan_reply(req, subgoals);
+        }
+        calls.fetch_add(1, Ordering::SeqCst);
+        Reply::json(&json!({"action": "wait", "duration_ms": 200}))
+    })
+    .unwrap();
+    (host, tactical)
+}
+
+/// `run` on the practice game in the background, its output piped.
+fn spawn_run(
+    bed: &TestBed,
+    arena: &Arena,
+    host: &ScriptedHost,
+    rec: &Path,
+    max_actions: u32,
+    budget_s: u32,
+) -> std::process::Child {
+    let spec = RunSpec {
+        goal: "Click Play, then collect a coin.",
+        goal_check: "coins >= 1",
+        max_actions,
+        budget_s,
+        grounding: "mark",
+    };
+    run_command(&bed.display, arena.window.id, &host.base_url(), &spec, rec)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model_calls() {
     // FR-SAFE-004 (input only to the game in front), FR-LOOP-008 (the budget waits with the session):
@@ -375,30 +406,10 @@ fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model
         !x.is_foreground(arena.window.id).unwrap(),
         "the other window starts in front"
     );
-    let tactical = Arc::new(AtomicU32::new(0));
-    let calls = tactical.clone();
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
-        if req.system_text().contains("deliberative planner") {
-            return plan_reply(req);
-        }
-        calls.fetch_add(1, Ordering::SeqCst);
-        Reply::json(&json!({"action": "wait", "duration_ms": 200}))
-    })
-    .unwrap();
+    let (host, tactical) = waiting_host(&[("start the game", "in_play"), ("collect a coin", "coins >= 1")]);
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("session");
-    let spec = RunSpec {
-        goal: "Click Play, then collect a coin.",
-        goal_check: "coins >= 1",
-        max_actions: 400,
-        budget_s: 120,
-        grounding: "mark",
-    };
-    let child = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&bed, &arena, &host, &rec, 400, 120);
     let count = || tactical.load(Ordering::SeqCst);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while count() < 2 {
@@ -472,33 +483,10 @@ fn a_subgoal_naming_a_visible_element_is_clicked_through_run_without_a_model_cal
     // shows the options screen.
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
-    let tactical = Arc::new(AtomicU32::new(0));
-    let calls = tactical.clone();
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
-        if req.system_text().contains("deliberative planner") {
-            return gamepilot_testbed::plan_reply(
-                req,
-                &[("click 'Options'", "in_play"), ("collect a coin", "coins >= 1")],
-            );
-        }
-        calls.fetch_add(1, Ordering::SeqCst);
-        Reply::json(&json!({"action": "wait", "duration_ms": 300}))
-    })
-    .unwrap();
+    let (host, tactical) = waiting_host(&[("click 'Options'", "in_play"), ("collect a coin", "coins >= 1")]);
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("session");
-    let spec = RunSpec {
-        goal: "Click Play, then collect a coin.",
-        goal_check: "coins >= 1",
-        max_actions: 4,
-        budget_s: 15,
-        grounding: "mark",
-    };
-    let child = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&bed, &arena, &host, &rec, 4, 15);
     let state = arena
         .wait_for(std::time::Duration::from_secs(60), |s| s["screen"] == "options")
         .expect("the game shows its options screen");

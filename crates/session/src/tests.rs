@@ -1526,17 +1526,7 @@ fn the_safe_state_rung_goes_back_to_the_confirmed_screen_and_knows_it_arrived() 
     assert_eq!(sent[0].1, Action::Key { key: "Escape".into() });
     // Escape changed nothing; step 2 clicks the Back element (mark 3 on the settings screen).
     t += 100;
-    let fx = s.step(
-        Input::Evidence {
-            action: sent[0].0,
-            changed: Some(false),
-        },
-        ms(t),
-    );
-    let tick = match tactical_jobs(&fx).first() {
-        Some(j) => j.tick,
-        None => tactical_jobs_after(&mut s, &mut t),
-    };
+    let tick = evidence_then_job(&mut s, &mut t, sent[0].0, Some(false)).tick;
     t += 100;
     let fx = s.step(outcome(tick, settings(), not_asked()), ms(t));
     let sent = submits(&fx);
@@ -1548,18 +1538,8 @@ fn the_safe_state_rung_goes_back_to_the_confirmed_screen_and_knows_it_arrived() 
         sent[0].1
     );
     t += 100;
-    let fx = s.step(
-        Input::Evidence {
-            action: sent[0].0,
-            changed: Some(true),
-        },
-        ms(t),
-    );
     // The menu is back: arrived, said to the model, and the next tick asks the model again.
-    let tick = match tactical_jobs(&fx).first() {
-        Some(j) => j.tick,
-        None => tactical_jobs_after(&mut s, &mut t),
-    };
+    let tick = evidence_then_job(&mut s, &mut t, sent[0].0, Some(true)).tick;
     t += 100;
     let fx = s.step(outcome(tick, menu(), not_asked()), ms(t));
     assert!(
@@ -1699,18 +1679,18 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
     assert_eq!(s.numbers().direct_groundings, 1);
     // Executed and verified like any action; the subgoal is still open, and the next choice is the model's.
     t += 100;
-    let fx = s.step(
-        Input::Evidence {
-            action: sent[0].0,
-            changed: Some(true),
-        },
-        ms(t),
-    );
-    let next = match tactical_jobs(&fx).first() {
-        Some(j) => (*j).clone(),
-        None => next_job(&mut s, &mut t),
-    };
+    let next = evidence_then_job(&mut s, &mut t, sent[0].0, Some(true));
     assert_eq!(next.direct, None, "once per subgoal and name");
+}
+
+/// The evidence for `action` at `t`, then the next tactical call the session starts (in that step, or on
+/// a later reflex tick).
+fn evidence_then_job(s: &mut Session, t: &mut u64, action: u64, changed: Option<bool>) -> TacticalJob {
+    let fx = s.step(Input::Evidence { action, changed }, ms(*t));
+    match tactical_jobs(&fx).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(s, t),
+    }
 }
 
 /// Steps reflex ticks until the session starts a tactical call; its tick.

@@ -551,6 +551,11 @@ impl Drop for ScriptedHost {
 /// A deliberative planner's reply for the schema the request carries: one subgoal per `(description,
 /// prefer)`, each taking the first offered postcondition that contains `prefer` (else the first offered).
 pub fn plan_reply(req: &ChatRequest, subgoals: &[(&str, &str)]) -> Reply {
+    Reply::json(&plan_value(req, subgoals))
+}
+
+/// [`plan_reply`]'s JSON, for a test that adds to it (a research question, say).
+pub fn plan_value(req: &ChatRequest, subgoals: &[(&str, &str)]) -> Value {
     let offered: Vec<String> = req
         .schema()
         .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
@@ -569,7 +574,7 @@ pub fn plan_reply(req: &ChatRequest, subgoals: &[(&str, &str)]) -> Reply {
             json!({"description": description, "postcondition": post, "max_actions": 30, "max_time_s": 120})
         })
         .collect();
-    Reply::json(&json!({ "subgoals": subgoals }))
+    json!({ "subgoals": subgoals })
 }
 
 /// A policy that answers with `replies` in order, then repeats the last (HTTP 500 when empty).

@@ -47,6 +47,15 @@ pub fn run_command(display: &str, window: u32, endpoint: &str, spec: &RunSpec<'_
     c
 }
 
+/// A finished command's stdout then stderr, for assertion messages.
+pub fn show(out: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Press (and later release) a chord on the outer display while Xephyr has focus: it arrives in the
 /// nested server from Xephyr's own keyboard, a device other than XTEST (the user's input, FR-SAFE-002).
 pub fn outer_keys(bed: &gamepilot_testbed::TestBed, names: &[&str], down: bool) {
