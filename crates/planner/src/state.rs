@@ -826,11 +826,6 @@ impl LoopState {
             }
             self.stuck_log.push((now, *signal));
         }
-        // The safe-state rung navigates back in steps of its own (a step that changes nothing is followed by
-        // the next): it ends when it arrives, gives up (`RungFailed`) or times out, not on stuck signals.
-        if self.ladder.current() == Some(Rung::SafeState) {
-            return;
-        }
         // One escalation per batch of signals: several detectors agreeing is one failure, not several.
         self.climb(now, true, out);
     }

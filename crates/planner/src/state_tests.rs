@@ -741,15 +741,7 @@ fn ladder_climbs_rung_by_rung_only_on_failure_then_stops() {
             reason: "late".into()
         })
         .is_empty());
-    // on the safe-state rung a stuck signal is recorded, not climbed on: its own steps back decide (a step
-    // that changes nothing is followed by the next), then its giving up or its timeout
     let c = stall(&mut h);
-    assert!(!c.iter().any(|c| matches!(c, Command::Escalate { .. })), "{c:?}");
-    assert_eq!(h.s.rung(), Some(Rung::SafeState));
-    let c = h.ev(Event::RungFailed {
-        rung: Rung::SafeState,
-        reason: "3 steps back did not reach the menu".into(),
-    });
     assert!(has(
         &c,
         &Command::Escalate {
