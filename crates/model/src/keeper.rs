@@ -147,12 +147,6 @@ impl HostKeeper {
         self.running.is_some() || !self.queue.is_empty()
     }
 
-    /// The shape the host of `role` has now (`None`: no such host, or it is being restarted).
-    pub fn shape(&self, role: HostRole) -> Option<HostShape> {
-        let k = self.hosts.iter().find(|k| k.role == role)?;
-        k.host.try_lock().ok().map(|h| h.shape())
-    }
-
     fn begin(&mut self, i: usize, shape: HostShape) -> Result<(), String> {
         if self.worker.is_none() {
             let hosts: Vec<Arc<Mutex<LocalHost>>> = self.hosts.iter().map(|k| k.host.clone()).collect();

@@ -96,11 +96,6 @@ impl ResearchWiring {
         self
     }
 
-    /// The bounds research runs under; `None` when research is unavailable.
-    pub fn limits(&self) -> Option<&crate::ResearchLimits> {
-        self.config.as_ref().map(|c| &c.limits)
-    }
-
     /// The text last seen on screen: never sent, only used to refuse a query that repeats it.
     pub fn observe_screen(&mut self, text: &str) {
         self.screen = text.to_string();

@@ -16,7 +16,9 @@ const FILLER: &[&str] = &[
     "the", "a", "an", "on", "button", "menu", "item", "option", "tab", "entry", "link",
 ];
 
-fn normalise(s: &str) -> String {
+/// A label or name as compared: lower case, punctuation as spaces, single spaces ("New-Game!" → "new
+/// game"). Safe-state screen prints use it too.
+pub(crate) fn normalise(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_alphanumeric() {

@@ -3,6 +3,7 @@
 //! such screen the way a person would — Escape, then a visible Back / Cancel / Close element, then Escape
 //! again — and knows it has arrived when the screen it sees shows what the remembered one showed.
 
+use crate::direct::normalise;
 use crate::scene::SceneKind;
 use gamepilot_core::{Action, ElementId};
 use gamepilot_vision::Observation;
@@ -41,16 +42,6 @@ const BACK_LABELS: &[&str] = &[
 pub struct ScreenPrint {
     pub kind: SceneKind,
     texts: BTreeSet<String>,
-}
-
-fn normalise(text: &str) -> String {
-    text.chars()
-        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
 }
 
 impl ScreenPrint {
@@ -140,11 +131,6 @@ impl SafeState {
     /// An action was confirmed on the screen `print` was taken of.
     pub fn confirmed_on(&mut self, print: ScreenPrint) {
         self.latest = Some(print);
-    }
-
-    /// The screen the rung would return to.
-    pub fn target(&self) -> Option<&ScreenPrint> {
-        self.latest.as_ref()
     }
 
     /// On the way back: the next tactical tick only perceives.
