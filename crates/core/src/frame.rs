@@ -168,3 +168,31 @@ mod tests {
             .is_all_black());
     }
 }
+
+/// Which of the game's own windows shows a part of the frame beside its main window: a popup (a menu,
+/// a list, a tooltip: override-redirect) or a dialog (a top-level window of the same client, usually
+/// transient for the game). Capture composes them over the main window; the observation says which
+/// elements lie in one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowLayer {
+    Popup,
+    Dialog,
+}
+
+impl WindowLayer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowLayer::Popup => "popup",
+            WindowLayer::Dialog => "dialog",
+        }
+    }
+}
+
+/// One of the game's popups or dialogs as the frame shows it: its layer and its box in capture space
+/// (clipped to the main window's area).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LayerRegion {
+    pub layer: WindowLayer,
+    pub rect: crate::Rect,
+}

@@ -13,7 +13,7 @@ pub mod transform;
 
 pub use action::{Action, InputEvent, Intention, MouseButton};
 pub use coords::{CoordConvention, CoordSpace, ModelFamily};
-pub use frame::{Frame, FrameView, PixelFormat};
+pub use frame::{Frame, FrameView, LayerRegion, PixelFormat, WindowLayer};
 pub use geometry::{Point, Rect, Size};
 pub use ids::{ElementId, SubgoalId};
 pub use keys::{Chord, KeyError, Keysym};

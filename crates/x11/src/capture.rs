@@ -13,8 +13,9 @@
 
 use crate::conn::X11;
 use crate::error::X11Error;
+use crate::family::FamilyMember;
 use crate::windows::gone_or;
-use gamepilot_core::{Frame, MonoTime, PixelFormat};
+use gamepilot_core::{Frame, LayerRegion, MonoTime, PixelFormat, Rect};
 use memmap2::MmapMut;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
@@ -178,6 +179,11 @@ pub struct WindowCapturer {
     scaler_backoff: FastPathBackoff,
     last_path: Option<CapturePath>,
     last_thumbnail: Option<ThumbnailPath>,
+    /// The game's popups and dialogs as last read, and when: regions read on the same tick reuse them.
+    family: Vec<FamilyMember>,
+    family_at: Option<MonoTime>,
+    /// Members already redirected off-screen (Composite refuses a second redirect by the same client).
+    redirected: Vec<Window>,
 }
 
 impl WindowCapturer {
@@ -204,6 +210,9 @@ impl WindowCapturer {
             scaler_backoff: FastPathBackoff::new(),
             last_path: None,
             last_thumbnail: None,
+            family: Vec::new(),
+            family_at: None,
+            redirected: Vec::new(),
         })
     }
 
@@ -279,9 +288,10 @@ impl WindowCapturer {
         let len = w as usize * h as usize * 4;
         if self.use_shm && self.shm_backoff.should_try_fast(now) {
             match self.capture_shm(x11, drawable, w, h, len) {
-                Ok(data) => {
+                Ok(mut data) => {
                     self.shm_backoff.on_success();
                     self.last_path = Some(CapturePath::Shm);
+                    self.compose_family(x11, &mut data, Rect::new(0, 0, w as u32, h as u32), now);
                     return Ok(Frame {
                         width: w as u32,
                         height: h as u32,
@@ -303,6 +313,7 @@ impl WindowCapturer {
         let mut data = r.data;
         data.truncate(len);
         self.last_path = Some(CapturePath::GetImage);
+        self.compose_family(x11, &mut data, Rect::new(0, 0, w as u32, h as u32), now);
         Ok(Frame {
             width: w as u32,
             height: h as u32,
@@ -379,6 +390,89 @@ impl WindowCapturer {
         Ok(shm.map[..len].to_vec())
     }
 
+    /// The game's popups and dialogs the last capture composed, bottom to top.
+    pub fn family(&self) -> &[FamilyMember] {
+        &self.family
+    }
+
+    /// [`WindowCapturer::family`] as the observation's layer regions.
+    pub fn layers(&self) -> Vec<LayerRegion> {
+        self.family.iter().map(FamilyMember::region).collect()
+    }
+
+    /// Read the family again unless it was read for this same capture time (a tick's thumbnail and
+    /// its regions share one reading). A failed reading is an empty family: the main window alone.
+    fn refresh_family(&mut self, x11: &X11, now: MonoTime) {
+        if self.family_at == Some(now) {
+            return;
+        }
+        self.family_at = Some(now);
+        self.family = x11.window_family(self.window).unwrap_or_default();
+        self.redirected
+            .retain(|w| self.family.iter().any(|m| m.window == *w));
+    }
+
+    /// Paint the family's pixels over `data`, which holds `area` of the main window (client
+    /// coordinates, 4 bytes a pixel, rows packed), bottom to top. Each member is read from its own
+    /// pixmap, so whatever another client stacks above it never enters the frame.
+    fn compose_family(&mut self, x11: &X11, data: &mut [u8], area: Rect, now: MonoTime) {
+        self.refresh_family(x11, now);
+        for i in 0..self.family.len() {
+            let m = self.family[i];
+            let Some(part) = m.rect.intersection(&area) else {
+                continue;
+            };
+            let Some(pixels) = self.read_member(x11, &m, part) else {
+                continue;
+            };
+            let row = part.w as usize * 4;
+            let stride = area.w as usize * 4;
+            for y in 0..part.h as usize {
+                let dst = (part.y - area.y) as usize + y;
+                let at = dst * stride + (part.x - area.x) as usize * 4;
+                if let (Some(d), Some(s)) = (data.get_mut(at..at + row), pixels.get(y * row..(y + 1) * row)) {
+                    d.copy_from_slice(s);
+                }
+            }
+        }
+    }
+
+    /// `part` (main-window coordinates, inside the member's box) of one member, or `None` when it
+    /// vanished meanwhile.
+    fn read_member(&mut self, x11: &X11, m: &FamilyMember, part: Rect) -> Option<Vec<u8>> {
+        let (x, y) = (part.x - m.rect.x + m.offset.x, part.y - m.rect.y + m.offset.y);
+        let (w, h) = (part.w as u16, part.h as u16);
+        let mut pixmap = None;
+        if self.use_composite {
+            if !self.redirected.contains(&m.window) {
+                // Checked at once: an error left unread would surface on another reader's queue.
+                if let Ok(c) = x11.conn.composite_redirect_window(m.window, Redirect::AUTOMATIC) {
+                    let _ = c.check();
+                }
+                self.redirected.push(m.window);
+            }
+            let p = x11.conn.generate_id().ok()?;
+            x11.conn
+                .composite_name_window_pixmap(m.window, p)
+                .ok()?
+                .check()
+                .ok()?;
+            pixmap = Some(p);
+        }
+        let drawable = pixmap.unwrap_or(m.window);
+        let image = x11
+            .conn
+            .get_image(ImageFormat::Z_PIXMAP, drawable, x as i16, y as i16, w, h, !0)
+            .ok()
+            .and_then(|c| c.reply().ok());
+        if let Some(p) = pixmap {
+            let _ = x11.conn.free_pixmap(p);
+        }
+        let mut data = image?.data;
+        data.truncate(w as usize * h as usize * 4);
+        (data.len() == w as usize * h as usize * 4).then_some(data)
+    }
+
     /// Release server-side resources.
     pub fn close(mut self, x11: &X11) {
         self.drop_scaler(x11);
@@ -420,7 +514,14 @@ impl WindowCapturer {
             return Err(X11Error::Unmapped { window: self.window });
         }
         let (tw, th) = thumbnail_size(w, h, max_w);
-        if self.use_composite && self.use_shm && self.scaler_backoff.should_try_fast(now) {
+        // The server scales the main window's pixmap alone: while a popup or dialog is open the
+        // thumbnail is the composed frame, decimated here.
+        self.refresh_family(x11, now);
+        if self.family.is_empty()
+            && self.use_composite
+            && self.use_shm
+            && self.scaler_backoff.should_try_fast(now)
+        {
             let src = self.drawable(x11, w, h)?;
             match self.scaled_read(x11, src, depth, (w, h), (tw, th)) {
                 Ok(data) => {
@@ -601,9 +702,10 @@ impl WindowCapturer {
         };
         if self.use_shm && self.shm_backoff.should_try_fast(now) {
             match self.region_shm_read(x11, drawable, (x, y, w, h), len) {
-                Ok(data) => {
+                Ok(mut data) => {
                     self.shm_backoff.on_success();
                     self.last_path = Some(CapturePath::Shm);
+                    self.compose_family(x11, &mut data, region, now);
                     return Ok(frame(data));
                 }
                 Err(e) if e.is_window_gone() => return Err(e),
@@ -618,6 +720,7 @@ impl WindowCapturer {
         let mut data = r.data;
         data.truncate(len);
         self.last_path = Some(CapturePath::GetImage);
+        self.compose_family(x11, &mut data, region, now);
         Ok(frame(data))
     }
 

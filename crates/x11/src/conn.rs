@@ -19,6 +19,7 @@ pub struct Extensions {
 #[derive(Debug, Clone, Copy)]
 pub struct Atoms {
     pub net_client_list: Atom,
+    pub net_client_list_stacking: Atom,
     pub net_active_window: Atom,
     pub net_wm_name: Atom,
     pub net_wm_pid: Atom,
@@ -58,6 +59,7 @@ impl X11 {
             |n: &str| -> Result<Atom, X11Error> { Ok(conn.intern_atom(false, n.as_bytes())?.reply()?.atom) };
         let atoms = Atoms {
             net_client_list: intern("_NET_CLIENT_LIST")?,
+            net_client_list_stacking: intern("_NET_CLIENT_LIST_STACKING")?,
             net_active_window: intern("_NET_ACTIVE_WINDOW")?,
             net_wm_name: intern("_NET_WM_NAME")?,
             net_wm_pid: intern("_NET_WM_PID")?,

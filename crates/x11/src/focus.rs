@@ -40,8 +40,9 @@ impl X11 {
         Ok(self.conn.get_input_focus()?.reply()?.focus)
     }
 
-    /// True when `target` (or a descendant/ancestor frame of it) has the input focus and, where the window
-    /// manager publishes one, is the active window (INV-ACT-001). Focus on the root window (or
+    /// True when `target` (or a descendant/ancestor frame of it, or one of the game's own dialogs, see
+    /// [`X11::is_family`]) has the input focus and, where the window manager publishes one, is the
+    /// active window (INV-ACT-001). Focus on the root window (or
     /// PointerRoot, or none) is never the game's, though the root is every window's ancestor: keys then
     /// go to whatever is under the pointer, or nowhere.
     pub fn is_foreground(&self, target: Window) -> Result<bool, X11Error> {
@@ -49,15 +50,11 @@ impl X11 {
         if focus <= 1 || focus == self.root {
             return Ok(false);
         }
-        let focus_ok =
-            focus == target || self.is_ancestor(target, focus)? || self.is_ancestor(focus, target)?;
-        if !focus_ok {
+        if !self.is_family(target, focus)? {
             return Ok(false);
         }
         match self.active_window()? {
-            Some(active) => Ok(active == target
-                || self.is_ancestor(active, target)?
-                || self.is_ancestor(target, active)?),
+            Some(active) => self.is_family(target, active),
             None => Ok(true),
         }
     }
