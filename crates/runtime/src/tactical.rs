@@ -154,7 +154,8 @@ pub fn run(
         // boxes of the same elements; the probe runs on its own thread and this tick waits for it at most
         // its bound (never the reflex).
         let tree = a11y.candidates(&x, Size::new(frame.width, frame.height));
-        let observation = perceiver.observe_with_accessibility(&view, started, class, &texts, &tree);
+        let mut observation = perceiver.observe_with_accessibility(&view, started, class, &texts, &tree);
+        observation.place_layers(&capturer.layers());
         let marked = marks.as_ref().map(|m| m.render(&view, &observation.elements).0);
         let present: Vec<ElementId> = observation
             .elements

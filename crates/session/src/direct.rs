@@ -121,6 +121,8 @@ mod tests {
                     source: ElementSource::Text,
                     label: Some(l.to_string()),
                     looks: None,
+                    layer: None,
+                    selected: false,
                 })
                 .collect(),
         }

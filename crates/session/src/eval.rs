@@ -205,6 +205,8 @@ mod tests {
                 source: ElementSource::Text,
                 label: Some("Play".into()),
                 looks: None,
+                layer: None,
+                selected: false,
             }],
         }
     }

@@ -168,6 +168,8 @@ mod tests {
             source,
             label: label.map(str::to_string),
             looks: None,
+            layer: None,
+            selected: false,
         }
     }
 

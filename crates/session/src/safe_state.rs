@@ -208,6 +208,8 @@ mod tests {
                     source: gamepilot_vision::ElementSource::Text,
                     label: Some(l.to_string()),
                     looks: None,
+                    layer: None,
+                    selected: false,
                 }]
             })
             .unwrap_or_default();
@@ -253,6 +255,8 @@ mod tests {
                 source: gamepilot_vision::ElementSource::Component,
                 label: None,
                 looks: Some(looks.to_string()),
+                layer: None,
+                selected: false,
             });
         }
         let icon_menu = ScreenPrint::of(&icons, SceneKind::Menu).expect("icons make a screen recognisable");

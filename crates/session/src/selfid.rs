@@ -300,6 +300,8 @@ mod tests {
             source: ElementSource::Component,
             label: None,
             looks: Some(looks.into()),
+            layer: None,
+            selected: false,
         };
         Observation {
             at: MonoTime::ZERO,
@@ -385,6 +387,8 @@ mod tests {
             source: ElementSource::Rect,
             label: Some("0 Coins".into()),
             looks: None,
+            layer: None,
+            selected: false,
         });
         o.elements.push(Element {
             id: ElementId(31),
@@ -393,6 +397,8 @@ mod tests {
             source: ElementSource::Rect,
             label: Some("Play".into()),
             looks: None,
+            layer: None,
+            selected: false,
         });
         assert_eq!(
             model_order(&o, &Focus::new("Click Play to start", ""), None),

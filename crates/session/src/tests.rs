@@ -111,6 +111,8 @@ fn menu() -> Observation {
         source: ElementSource::Text,
         label: Some(label.into()),
         looks: None,
+        layer: None,
+        selected: false,
     };
     let text = |s: &str, y: i32| TextItem {
         text: s.into(),

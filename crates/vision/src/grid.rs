@@ -76,6 +76,8 @@ mod tests {
             source,
             label: None,
             looks: None,
+            layer: None,
+            selected: false,
         }
     }
 

@@ -106,6 +106,8 @@ impl IdTracker {
                 source: c.source,
                 label: c.label,
                 looks: None,
+                layer: None,
+                selected: false,
             });
         }
         self.prev = out

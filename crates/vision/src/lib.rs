@@ -13,6 +13,7 @@ pub mod marks;
 pub mod observation;
 pub mod ocr;
 pub mod proposals;
+pub mod selection;
 pub mod template;
 pub mod thumb;
 pub mod track;

@@ -284,6 +284,8 @@ mod tests {
                 source: ElementSource::Grid,
                 label: None,
                 looks: None,
+                layer: None,
+                selected: false,
             })
             .collect();
         let (img, placed) = r.render(&v, &els);

@@ -7,7 +7,7 @@ use crate::ocr::TextLine;
 use crate::proposals::{merge_accessibility, propose, Candidate, ProposalParams};
 use crate::template::Atlas;
 use crate::thumb::{Thumb, THUMB_WIDTH};
-use gamepilot_core::{ElementId, FrameView, MonoTime, Rect, Size};
+use gamepilot_core::{ElementId, FrameView, LayerRegion, MonoTime, Rect, Size, WindowLayer};
 use serde::{Deserialize, Serialize};
 
 pub use crate::proposals::ElementSource;
@@ -32,6 +32,13 @@ pub struct Element {
     /// What an unlabelled element looks like ("yellow round"), from its pixels ([`crate::looks`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub looks: Option<String>,
+    /// The game's popup or dialog the element lies in; `None` on the main window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<WindowLayer>,
+    /// Drawn as the chosen item of its list (another colour, brightness or size than its siblings):
+    /// where a key-driven menu's cursor is ([`crate::selection`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub selected: bool,
 }
 
 /// What perception saw in one frame.
@@ -49,6 +56,15 @@ impl Observation {
     /// The element with this id (the only elements an action may name, FR-GND-003).
     pub fn element(&self, id: ElementId) -> Option<&Element> {
         self.elements.iter().find(|e| e.id == id)
+    }
+
+    /// Say which elements lie in one of the game's popups or dialogs (`layers` bottom to top, as capture
+    /// composed them): the topmost layer holding an element's centre is its layer.
+    pub fn place_layers(&mut self, layers: &[LayerRegion]) {
+        for e in &mut self.elements {
+            let c = e.bbox.center();
+            e.layer = layers.iter().rev().find(|l| l.rect.contains(c)).map(|l| l.layer);
+        }
     }
 
     /// The same observation in another coordinate space of `frame_size` (a downscaled whole frame, or
@@ -122,6 +138,12 @@ impl Observation {
                 (Some(l), _) => s.push_str(&format!(" {l:?}")),
                 (None, Some(looks)) => s.push_str(&format!(" {looks}")),
                 (None, None) => {}
+            }
+            if let Some(layer) = e.layer {
+                s.push_str(&format!(" in {}", layer.as_str()));
+            }
+            if e.selected {
+                s.push_str(" selected");
             }
             s.push_str(&format!(" at {}\n", place(b.center())));
         }
@@ -247,6 +269,7 @@ impl Perceiver {
         for e in elements.iter_mut().filter(|e| e.label.is_none()) {
             e.looks = crate::looks::describe(view, e.bbox);
         }
+        crate::selection::mark_selected(view, &mut elements);
         let bounds = view.bounds();
         let texts = texts
             .iter()
@@ -324,6 +347,8 @@ mod tests {
                     source: ElementSource::Rect,
                     label: None,
                     looks: None,
+                    layer: None,
+                    selected: false,
                 },
                 Element {
                     id: ElementId(2),
@@ -332,6 +357,8 @@ mod tests {
                     source: ElementSource::Rect,
                     label: None,
                     looks: None,
+                    layer: None,
+                    selected: false,
                 },
             ],
         };

@@ -381,8 +381,18 @@ pub fn occluders(x11: &X11, window: Window) -> Result<Vec<Rect>, X11Error> {
     let Some(pos) = stack.iter().position(|w| *w == top) else {
         return Ok(Vec::new());
     };
+    // The game's own popups and dialogs (and the frames around them) are the game, not occluders.
+    let family: Vec<Window> = x11
+        .window_family(window)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|m| x11.top_level_of(m.window).ok())
+        .collect();
     let mut out = Vec::new();
     for &w in &stack[pos + 1..] {
+        if x11.same_client(w, window) || family.contains(&w) {
+            continue;
+        }
         let Ok(attrs) = c.get_window_attributes(w)?.reply() else {
             continue;
         };

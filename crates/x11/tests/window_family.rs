@@ -146,6 +146,14 @@ fn capture_composes_the_games_popup_and_dialog_and_never_another_clients_window(
         "openbox placed the dialog at {dialog_box:?}, over the popup: the test's layout needs changing"
     );
 
+    // Frame health: the game's own popup and dialog never count as occluding it; the other client's do.
+    let occluding = gamepilot_x11::tracking::occluders(&agent, main).unwrap();
+    assert!(
+        occluding.contains(&Rect::new(main_rect.x + 200, main_rect.y, 90, 90)),
+        "{occluding:?}"
+    );
+    assert!(occluding.iter().all(|r| r.intersection(&Rect::new(main_rect.x + 10, main_rect.y + 30, 60, 170)).is_none()));
+
     let mut cap = WindowCapturer::new(&agent, main).unwrap();
     let t = MonoTime::from_millis(1_000);
     let f = cap.capture(&agent, t).unwrap();

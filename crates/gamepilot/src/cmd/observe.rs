@@ -6,7 +6,7 @@
 
 use super::common::{load_image, now, WindowArgs};
 use anyhow::Context as _;
-use gamepilot_core::Frame;
+use gamepilot_core::{Frame, LayerRegion};
 use gamepilot_ocr::{default_engine, OcrEngine};
 use gamepilot_vision::{Candidate, FrameClass, MarkRenderer, Ocr, Perceiver};
 use gamepilot_x11::WindowCapturer;
@@ -39,15 +39,17 @@ pub struct Args {
     pub a11y_timeout_ms: u64,
 }
 
-/// Capture the target window once at full resolution.
-pub fn capture_window(target: &WindowArgs) -> anyhow::Result<Frame> {
+/// Capture the target window once at full resolution, with the game's open popups and dialogs
+/// composed over it (their regions returned beside the frame).
+pub fn capture_window(target: &WindowArgs) -> anyhow::Result<(Frame, Vec<LayerRegion>)> {
     let (x, w) = target.resolve()?;
     let mut cap = WindowCapturer::new(&x, w.id)?;
     let f = cap
         .capture(&x, now())
         .with_context(|| format!("capturing window 0x{:x}", w.id));
+    let layers = cap.layers();
     cap.close(&x);
-    f
+    Ok((f?, layers))
 }
 
 /// Elements of the target window's accessibility tree in the frame's capture space, probed within
@@ -97,8 +99,8 @@ pub fn observe_frame(
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let frame = match &args.image {
-        Some(p) => load_image(p)?,
+    let (frame, layers) = match &args.image {
+        Some(p) => (load_image(p)?, Vec::new()),
         None => capture_window(&args.target)?,
     };
     if frame.view().is_all_black() {
@@ -125,7 +127,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Err(e) => eprintln!("accessibility: skipped ({}): {e}", e.reason()),
         }
     }
-    let (obs, img) = observe_frame(&frame, ocr.as_mut(), &args.font, &a11y)?;
+    let (mut obs, img) = observe_frame(&frame, ocr.as_mut(), &args.font, &a11y)?;
+    obs.place_layers(&layers);
+    for l in &layers {
+        let inside = obs.elements.iter().filter(|e| e.layer == Some(l.layer)).count();
+        eprintln!("the game's {} at {:?}: {inside} elements", l.layer.as_str(), l.rect);
+    }
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let json = serde_json::to_string_pretty(&obs)?;
     std::fs::write(args.out.join("observation.json"), json + "\n")

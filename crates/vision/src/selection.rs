@@ -1,0 +1,366 @@
+//! Which item of a list is drawn as the chosen one: in a column or a row of text items, the single item
+//! whose colours (text or background) stand apart from its siblings', or the one a cursor glyph points
+//! at. A key-driven menu shows its cursor this way; the observation marks that item `selected`, so a
+//! text model can count the presses to the item it wants and verification can see the cursor move.
+
+use crate::observation::Element;
+use gamepilot_core::{FrameView, Rect};
+
+/// The least colour distance (mean absolute difference per channel, both colours summed) that sets an
+/// item apart from its siblings.
+const APART: f32 = 28.0;
+/// The runner-up must stand at most this fraction as far apart: one item differs, not several.
+const RUNNER_UP: f32 = 0.6;
+/// Glyphs that games draw beside the chosen item.
+const CURSORS: [char; 6] = ['>', '»', '▶', '►', '→', '*'];
+
+/// Mark at most one element `selected` in every list of text items in `elements`.
+pub fn mark_selected(view: &FrameView<'_>, elements: &mut [Element]) {
+    let units = text_units(elements);
+    for list in lists(&units) {
+        if let Some(chosen) = chosen_in(view, &units, &list, elements) {
+            for &i in &units[chosen].members {
+                elements[i].selected = true;
+            }
+        }
+    }
+}
+
+/// One item of a list: the labelled elements of one line of text (OCR may split "New Game" in two).
+#[derive(Debug, Clone)]
+struct Unit {
+    members: Vec<usize>,
+    bbox: Rect,
+}
+
+fn union(a: Rect, b: Rect) -> Rect {
+    let x0 = a.x.min(b.x);
+    let y0 = a.y.min(b.y);
+    let x1 = a.right().max(b.right());
+    let y1 = a.bottom().max(b.bottom());
+    Rect::new(x0, y0, (x1 - x0 as i64) as u32, (y1 - y0 as i64) as u32)
+}
+
+fn text_units(elements: &[Element]) -> Vec<Unit> {
+    let mut order: Vec<usize> = (0..elements.len())
+        .filter(|&i| elements[i].label.as_deref().is_some_and(|l| !l.trim().is_empty()))
+        .collect();
+    order.sort_by_key(|&i| (elements[i].bbox.center().y, elements[i].bbox.x));
+    let mut units: Vec<Unit> = Vec::new();
+    for i in order {
+        let b = elements[i].bbox;
+        let joined = units.iter_mut().find(|u| {
+            let h = u.bbox.h.min(b.h) as i32;
+            let same_line = (u.bbox.center().y - b.center().y).abs() * 2 <= h;
+            let gap = (b.x as i64 - u.bbox.right()).max(u.bbox.x as i64 - b.right());
+            same_line && gap <= (u.bbox.h.max(b.h) as i64 * 3) / 2
+        });
+        match joined {
+            Some(u) => {
+                u.members.push(i);
+                u.bbox = union(u.bbox, b);
+            }
+            None => units.push(Unit {
+                members: vec![i],
+                bbox: b,
+            }),
+        }
+    }
+    units
+}
+
+/// Columns (left edges or centres aligned, rows close) and rows (centres on one line, similar heights)
+/// of at least three units, each in reading order.
+fn lists(units: &[Unit]) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut by_y: Vec<usize> = (0..units.len()).collect();
+    by_y.sort_by_key(|&i| units[i].bbox.y);
+    let mut columns: Vec<Vec<usize>> = Vec::new();
+    for &i in &by_y {
+        let b = units[i].bbox;
+        let fits = columns.iter_mut().find(|c| {
+            let Some(&last) = c.last() else { return false };
+            let l = units[last].bbox;
+            let aligned = (l.x - b.x).abs() <= 6 || (l.center().x - b.center().x).abs() <= 12;
+            let gap = b.y as i64 - l.bottom();
+            aligned && gap >= -(l.h as i64) / 2 && gap <= 3 * l.h.max(b.h) as i64
+        });
+        match fits {
+            Some(c) => c.push(i),
+            None => columns.push(vec![i]),
+        }
+    }
+    out.extend(columns.into_iter().filter(|c| c.len() >= 3));
+    let mut by_x: Vec<usize> = (0..units.len()).collect();
+    by_x.sort_by_key(|&i| units[i].bbox.x);
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    for &i in &by_x {
+        let b = units[i].bbox;
+        let fits = rows.iter_mut().find(|r| {
+            let Some(&last) = r.last() else { return false };
+            let l = units[last].bbox;
+            let h = l.h.min(b.h) as i32;
+            let similar = (l.h as f32 / b.h.max(1) as f32 - 1.0).abs() <= 0.35;
+            let gap = b.x as i64 - l.right();
+            (l.center().y - b.center().y).abs() * 3 <= h && similar && gap > 0 && gap <= 8 * h as i64
+        });
+        match fits {
+            Some(r) => r.push(i),
+            None => rows.push(vec![i]),
+        }
+    }
+    out.extend(rows.into_iter().filter(|r| r.len() >= 3));
+    out
+}
+
+/// The colours an item is drawn with: its background (the most common colour of its box) and its text
+/// (the mean of the pixels far from the background).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Ink {
+    background: [f32; 3],
+    text: [f32; 3],
+}
+
+pub(crate) fn ink(view: &FrameView<'_>, r: Rect) -> Option<Ink> {
+    let r = r.clamped_to(&view.bounds())?;
+    let mut bins = vec![0u32; 4096];
+    let key = |p: [u8; 3]| (p[0] as usize >> 4) << 8 | (p[1] as usize >> 4) << 4 | p[2] as usize >> 4;
+    let pixels = || {
+        (r.y..r.y + r.h as i32)
+            .flat_map(move |y| (r.x..r.x + r.w as i32).map(move |x| view.rgb(x as u32, y as u32)))
+    };
+    for p in pixels() {
+        bins[key(p)] += 1;
+    }
+    let mode = (0..bins.len()).max_by_key(|&k| bins[k])?;
+    let mean = |keep: &dyn Fn([u8; 3]) -> bool| {
+        let (mut sum, mut n) = ([0f32; 3], 0u32);
+        for p in pixels().filter(|p| keep(*p)) {
+            for c in 0..3 {
+                sum[c] += p[c] as f32;
+            }
+            n += 1;
+        }
+        (n > 0).then(|| (sum.map(|s| s / n as f32), n))
+    };
+    let (background, _) = mean(&|p| key(p) == mode)?;
+    let far = |p: [u8; 3]| {
+        (0..3)
+            .map(|c| (p[c] as f32 - background[c]).abs())
+            .sum::<f32>()
+            > 120.0
+    };
+    let text = match mean(&far) {
+        Some((t, n)) if n as u64 * 50 >= r.area() => t,
+        _ => background,
+    };
+    Some(Ink { background, text })
+}
+
+fn distance(a: &Ink, b: &Ink) -> f32 {
+    let d = |x: [f32; 3], y: [f32; 3]| (0..3).map(|c| (x[c] - y[c]).abs()).sum::<f32>() / 3.0;
+    d(a.background, b.background) + d(a.text, b.text)
+}
+
+fn median(mut v: Vec<f32>) -> f32 {
+    v.sort_by(f32::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The one unit of `list` drawn as chosen, if exactly one is.
+fn chosen_in(view: &FrameView<'_>, units: &[Unit], list: &[usize], elements: &[Element]) -> Option<usize> {
+    let cursor = |u: &Unit| {
+        u.members.iter().any(|&i| {
+            elements[i]
+                .label
+                .as_deref()
+                .and_then(|l| l.trim_start().chars().next())
+                .is_some_and(|c| CURSORS.contains(&c))
+        })
+    };
+    let pointed: Vec<usize> = list.iter().copied().filter(|&u| cursor(&units[u])).collect();
+    if pointed.len() == 1 {
+        return pointed.first().copied();
+    }
+    let inks: Vec<Ink> = list
+        .iter()
+        .map(|&u| ink(view, units[u].bbox))
+        .collect::<Option<Vec<_>>>()?;
+    let apart: Vec<f32> = (0..inks.len())
+        .map(|i| {
+            median(
+                (0..inks.len())
+                    .filter(|&j| j != i)
+                    .map(|j| distance(&inks[i], &inks[j]))
+                    .collect(),
+            )
+        })
+        .collect();
+    // A heading drawn in its own colour tops many a menu: with another item apart too, the first
+    // item of a column is the heading, not the choice.
+    let mut candidates: Vec<usize> = (0..apart.len()).collect();
+    if apart[0] >= APART && apart.iter().skip(1).any(|a| *a >= APART) {
+        candidates.retain(|&i| i != 0);
+    }
+    let top = candidates
+        .iter()
+        .copied()
+        .max_by(|&a, &b| apart[a].total_cmp(&apart[b]))
+        .filter(|&i| apart[i] >= APART)?;
+    let runner_up = candidates
+        .iter()
+        .filter(|&&i| i != top)
+        .map(|&i| apart[i])
+        .fold(0.0, f32::max);
+    (runner_up <= apart[top] * RUNNER_UP).then(|| list[top])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proposals::ElementSource;
+    use gamepilot_core::{ElementId, PixelFormat};
+
+    fn label(id: u32, text: &str, bbox: Rect) -> Element {
+        Element {
+            id: ElementId(id),
+            bbox,
+            confidence: 0.9,
+            source: ElementSource::Text,
+            label: Some(text.into()),
+            looks: None,
+            layer: None,
+            selected: false,
+        }
+    }
+
+    /// A dark panel with light text bars; the item at `chosen` drawn in white on blue.
+    fn menu(chosen: Option<usize>) -> (Vec<u8>, Vec<Element>) {
+        let (w, h) = (200u32, 200u32);
+        let mut buf = vec![0u8; (w * h * 4) as usize];
+        let mut put = |x: u32, y: u32, c: [u8; 3]| {
+            let i = ((y * w + x) * 4) as usize;
+            buf[i..i + 3].copy_from_slice(&c);
+            buf[i + 3] = 255;
+        };
+        for y in 0..h {
+            for x in 0..w {
+                put(x, y, [40, 40, 40]);
+            }
+        }
+        let mut elements = Vec::new();
+        for k in 0..5usize {
+            let top = 20 + 30 * k as u32;
+            let (bg, fg) = if chosen == Some(k) {
+                ([30, 60, 200], [255, 255, 255])
+            } else {
+                ([40, 40, 40], [200, 200, 200])
+            };
+            for y in top..top + 20 {
+                for x in 20..120 {
+                    let stroke = (6..14).contains(&(y - top)) && (x / 4) % 2 == 0;
+                    put(x, y, if stroke { fg } else { bg });
+                }
+            }
+            elements.push(label(k as u32 + 1, &format!("Item {k}"), Rect::new(20, top as i32, 100, 20)));
+        }
+        (buf, elements)
+    }
+
+    #[test]
+    fn the_one_item_drawn_apart_is_selected_and_none_when_all_look_alike() {
+        // FR-PERC-006: the observation marks a key-driven menu's cursor
+        for chosen in [Some(0), Some(2), Some(4), None] {
+            let (buf, mut elements) = menu(chosen);
+            let view = FrameView::new(200, 200, 800, PixelFormat::Rgba, &buf).unwrap();
+            mark_selected(&view, &mut elements);
+            let marked: Vec<usize> = (0..5).filter(|&k| elements[k].selected).collect();
+            assert_eq!(marked, chosen.into_iter().collect::<Vec<_>>(), "chosen {chosen:?}");
+        }
+    }
+
+    #[test]
+    fn a_cursor_glyph_marks_its_item() {
+        let (buf, mut elements) = menu(None);
+        elements[3].label = Some("> Item 3".into());
+        let view = FrameView::new(200, 200, 800, PixelFormat::Rgba, &buf).unwrap();
+        mark_selected(&view, &mut elements);
+        assert!(elements[3].selected);
+        assert_eq!(elements.iter().filter(|e| e.selected).count(), 1);
+    }
+
+    #[test]
+    fn words_of_one_line_are_one_item() {
+        let units = text_units(&[
+            label(1, "New", Rect::new(118, 256, 32, 24)),
+            label(2, "Game", Rect::new(158, 256, 42, 24)),
+            label(3, "Controls", Rect::new(125, 292, 67, 21)),
+        ]);
+        assert_eq!(units.len(), 2);
+        assert_eq!(units[0].members, vec![0, 1]);
+    }
+}
+
+#[cfg(test)]
+mod corpus {
+    use super::*;
+    use crate::proposals::ElementSource;
+    use gamepilot_core::{ElementId, PixelFormat};
+
+    fn frame(name: &str) -> (u32, u32, Vec<u8>) {
+        let path = format!("{}/../../corpus/frames/{name}", env!("CARGO_MANIFEST_DIR"));
+        let img = image::open(&path).unwrap().to_rgba8();
+        (img.width(), img.height(), img.into_raw())
+    }
+
+    fn items(boxes: &[(&str, [i32; 4])]) -> Vec<Element> {
+        boxes
+            .iter()
+            .enumerate()
+            .map(|(k, (l, b))| Element {
+                id: ElementId(k as u32 + 1),
+                bbox: Rect::new(b[0], b[1], b[2] as u32, b[3] as u32),
+                confidence: 0.9,
+                source: ElementSource::Text,
+                label: Some((*l).into()),
+                looks: None,
+                layer: None,
+                selected: false,
+            })
+            .collect()
+    }
+
+    /// LTris' key-driven main menu (SDL): the chosen item is drawn larger and white.
+    #[test]
+    fn ltris_menu_cursor() {
+        let menu = [
+            ("Menu", [139, 223, 40, 23]),
+            ("New", [118, 256, 32, 24]),
+            ("Game", [158, 256, 42, 24]),
+            ("Controls", [125, 292, 67, 21]),
+            ("Graphics", [125, 309, 68, 22]),
+            ("Audio", [137, 325, 44, 22]),
+            ("Advanced Options", [93, 360, 131, 22]),
+            ("Quit", [144, 394, 33, 21]),
+        ];
+        for (name, expected) in [
+            ("ltris-menu-new-game.png", vec!["New", "Game"]),
+            ("ltris-menu-controls.png", vec!["Controls"]),
+        ] {
+            let (w, h, buf) = frame(name);
+            let view = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &buf).unwrap();
+            let mut elements = items(&menu);
+            for (k, (_, b)) in menu.iter().enumerate() {
+                let r = Rect::new(b[0], b[1], b[2] as u32, b[3] as u32);
+                eprintln!("{name} {} {:?}", menu[k].0, ink(&view, r));
+            }
+            mark_selected(&view, &mut elements);
+            let marked: Vec<&str> = elements
+                .iter()
+                .filter(|e| e.selected)
+                .filter_map(|e| e.label.as_deref())
+                .collect();
+            assert_eq!(marked, expected, "{name}");
+        }
+    }
+}
