@@ -260,25 +260,40 @@ fn pad(r: &Rect, d: i32) -> Rect {
 }
 
 /// A text candidate that sits inside a small rectangle labels that rectangle (a button) instead of
-/// standing alone; other text candidates stay.
+/// standing alone; other text candidates stay. A rectangle holding lines of text one above another is a
+/// panel or an open menu, not a button: its texts stay elements of their own.
 fn attach_labels(mut shapes: Vec<Candidate>, texts: Vec<Candidate>) -> Vec<Candidate> {
+    let mut hosted: Vec<Vec<Candidate>> = vec![Vec::new(); shapes.len()];
     let mut rest = Vec::new();
     for t in texts {
         let host = shapes
-            .iter_mut()
-            .filter(|s| s.source != ElementSource::Component)
-            .filter(|s| overlap_fraction(&t.bbox, &s.bbox) >= 0.8 && s.bbox.area() <= t.bbox.area() * 24)
-            .min_by_key(|s| s.bbox.area());
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.source != ElementSource::Component)
+            .filter(|(_, s)| overlap_fraction(&t.bbox, &s.bbox) >= 0.8 && s.bbox.area() <= t.bbox.area() * 24)
+            .min_by_key(|(_, s)| s.bbox.area())
+            .map(|(i, _)| i);
         match host {
-            Some(s) => {
-                let label = t.label.unwrap_or_default();
-                s.label = Some(match s.label.take() {
-                    Some(l) if !l.is_empty() => format!("{l} {label}"),
-                    _ => label,
-                });
-                s.confidence = (s.confidence.max(t.confidence) + 0.1).min(1.0);
-            }
+            Some(i) => hosted[i].push(t),
             None => rest.push(t),
+        }
+    }
+    for (s, texts) in shapes.iter_mut().zip(hosted) {
+        let one_line = texts.windows(2).all(|p| {
+            let (a, b) = (p[0].bbox, p[1].bbox);
+            (a.center().y - b.center().y).abs() * 2 <= a.h.min(b.h) as i32
+        });
+        if !one_line {
+            rest.extend(texts);
+            continue;
+        }
+        for t in texts {
+            let label = t.label.unwrap_or_default();
+            s.label = Some(match s.label.take() {
+                Some(l) if !l.is_empty() => format!("{l} {label}"),
+                _ => label,
+            });
+            s.confidence = (s.confidence.max(t.confidence) + 0.1).min(1.0);
         }
     }
     shapes.extend(rest);
