@@ -112,9 +112,37 @@ impl FocusText {
 
 /// The elements in reading order for a small model: those the focus points at, best first (a button
 /// before plain text at equal score, otherwise the perceiver's order); with the avatar known, the places
-/// `move_to` may go come before them, nearest the avatar first. Elements not returned follow in their
-/// own order.
+/// `move_to` may go come before them, nearest the avatar first. The elements of the game's open popup
+/// or dialog lead them all, then the selected item of a list. Elements not returned follow in their own order.
 pub fn model_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel>) -> Vec<ElementId> {
+    // What the game shows on top (an open menu, a dialog) is what a person reads first, then where a
+    // menu's cursor rests.
+    let order = focus_order(obs, focus, avatar);
+    let mut out: Vec<ElementId> = Vec::new();
+    for lead in [|e: &Element| e.layer.is_some(), |e: &Element| e.selected] {
+        let leads = |id: &ElementId| obs.element(*id).is_some_and(lead);
+        let first: Vec<ElementId> = order
+            .iter()
+            .copied()
+            .filter(leads)
+            .chain(obs.elements.iter().filter(|e| lead(e)).map(|e| e.id))
+            .collect();
+        for id in first {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+    }
+    out.extend(
+        order
+            .into_iter()
+            .filter(|id| !out.contains(id))
+            .collect::<Vec<_>>(),
+    );
+    out
+}
+
+fn focus_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel>) -> Vec<ElementId> {
     let cells = grid_cells(&obs.elements);
     let (subgoal, goal) = (FocusText::new(&focus.subgoal), FocusText::new(&focus.goal));
     let mut scored: Vec<(u32, bool, usize, ElementId)> = obs
@@ -219,6 +247,30 @@ mod tests {
         assert_eq!(
             model_order(&o, &Focus::new("Click \"Options\".", ""), None),
             [ElementId(5)]
+        );
+    }
+
+    #[test]
+    fn an_open_popups_items_lead_the_listing() {
+        // FR-PERC-006: the game's menu, open over its window, is read first; a goal word still ranks
+        // within the popup and on the window below it.
+        let mut e = vec![
+            element(1, ElementSource::Text, Some("Type"), 60, 2),
+            element(2, ElementSource::Text, Some("Help"), 108, 2),
+            element(3, ElementSource::Text, Some("5x5"), 80, 30),
+            element(4, ElementSource::Text, Some("9x9"), 80, 80),
+        ];
+        for p in &mut e[2..] {
+            p.layer = Some(gamepilot_core::WindowLayer::Popup);
+        }
+        let o = obs(e);
+        assert_eq!(
+            model_order(
+                &o,
+                &Focus::new("Choose the 9x9 board from the Type menu", ""),
+                None
+            ),
+            [ElementId(4), ElementId(3), ElementId(1)]
         );
     }
 

@@ -144,12 +144,7 @@ pub(crate) fn ink(view: &FrameView<'_>, r: Rect) -> Option<Ink> {
         (n > 0).then(|| (sum.map(|s| s / n as f32), n))
     };
     let (background, _) = mean(&|p| key(p) == mode)?;
-    let far = |p: [u8; 3]| {
-        (0..3)
-            .map(|c| (p[c] as f32 - background[c]).abs())
-            .sum::<f32>()
-            > 120.0
-    };
+    let far = |p: [u8; 3]| (0..3).map(|c| (p[c] as f32 - background[c]).abs()).sum::<f32>() > 120.0;
     let text = match mean(&far) {
         Some((t, n)) if n as u64 * 50 >= r.area() => t,
         _ => background,
@@ -262,7 +257,11 @@ mod tests {
                     put(x, y, if stroke { fg } else { bg });
                 }
             }
-            elements.push(label(k as u32 + 1, &format!("Item {k}"), Rect::new(20, top as i32, 100, 20)));
+            elements.push(label(
+                k as u32 + 1,
+                &format!("Item {k}"),
+                Rect::new(20, top as i32, 100, 20),
+            ));
         }
         (buf, elements)
     }
@@ -275,7 +274,11 @@ mod tests {
             let view = FrameView::new(200, 200, 800, PixelFormat::Rgba, &buf).unwrap();
             mark_selected(&view, &mut elements);
             let marked: Vec<usize> = (0..5).filter(|&k| elements[k].selected).collect();
-            assert_eq!(marked, chosen.into_iter().collect::<Vec<_>>(), "chosen {chosen:?}");
+            assert_eq!(
+                marked,
+                chosen.into_iter().collect::<Vec<_>>(),
+                "chosen {chosen:?}"
+            );
         }
     }
 

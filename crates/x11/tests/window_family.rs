@@ -152,7 +152,9 @@ fn capture_composes_the_games_popup_and_dialog_and_never_another_clients_window(
         occluding.contains(&Rect::new(main_rect.x + 200, main_rect.y, 90, 90)),
         "{occluding:?}"
     );
-    assert!(occluding.iter().all(|r| r.intersection(&Rect::new(main_rect.x + 10, main_rect.y + 30, 60, 170)).is_none()));
+    assert!(occluding.iter().all(|r| r
+        .intersection(&Rect::new(main_rect.x + 10, main_rect.y + 30, 60, 170))
+        .is_none()));
 
     let mut cap = WindowCapturer::new(&agent, main).unwrap();
     let t = MonoTime::from_millis(1_000);

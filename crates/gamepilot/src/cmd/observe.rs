@@ -131,7 +131,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     obs.place_layers(&layers);
     for l in &layers {
         let inside = obs.elements.iter().filter(|e| e.layer == Some(l.layer)).count();
-        eprintln!("the game's {} at {:?}: {inside} elements", l.layer.as_str(), l.rect);
+        eprintln!(
+            "the game's {} at {:?}: {inside} elements",
+            l.layer.as_str(),
+            l.rect
+        );
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let json = serde_json::to_string_pretty(&obs)?;

@@ -76,3 +76,14 @@ pub fn outer_keys(bed: &gamepilot_testbed::TestBed, names: &[&str], down: bool) 
     }
     input.sync(&outer).unwrap();
 }
+
+/// The mark of the element labelled `label` in a tactical prompt's current observation, on a listing
+/// line that also contains `with` (" in popup", " selected" …; "" for any line).
+pub fn mark_with(prompt: &str, label: &str, with: &str) -> Option<u64> {
+    let quoted = format!("{label:?}");
+    gamepilot_context::tail::current_listing(prompt)
+        .iter()
+        .flat_map(|block| block.lines().map(str::to_string).collect::<Vec<_>>())
+        .find(|l| l.starts_with('[') && l.contains(&quoted) && l.contains(with))
+        .and_then(|l| l[1..].split(']').next().and_then(|n| n.parse().ok()))
+}

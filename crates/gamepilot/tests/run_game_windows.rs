@@ -1,0 +1,320 @@
+//! `gamepilot run` with the game's own windows in view, against the scripted host: in a real GTK game
+//! (sgt-puzzles' Net) a menu-bar menu opens as a popup window and an item chosen from it changes the
+//! board, and the game's About dialog is closed with its own Close button; in a real SDL game's key-driven menu (LTris) the
+//! observation marks the selected item and two Down presses move it two items. Every outcome is judged by
+//! the game itself (its window's size, its dialog window, its menu as OCR reads it), never by the agent.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
+mod common;
+
+use common::{mark_with, show};
+use gamepilot_core::WindowLayer;
+use gamepilot_testbed::{ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use x11rb::connection::Connection as _;
+use x11rb::protocol::xproto::{ConfigureWindowAux, ConnectionExt as _};
+
+/// Never true: these runs end on their action budget or a signal, and the game's state is the judge.
+const NEVER: &str = "region_fraction([0, 0, 8, 8], value>0.99) > 2";
+
+fn events(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// Launch `binary` on the bed and wait for its mapped window.
+fn launch(bed: &mut TestBed, binary: &str, env: &[(&str, &str)]) -> u32 {
+    let mut cmd = Command::new(binary);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let pid = bed.spawn(binary, cmd).unwrap();
+    let x = bed.x11().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(w) = x.find_window(&gamepilot_x11::WindowSelector::Pid(pid)) {
+            if w.mapped {
+                return w.id;
+            }
+        }
+        assert!(Instant::now() < deadline, "{binary}'s window did not appear");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run(bed: &TestBed, window: u32, host: &ScriptedHost, goal: &str, max_actions: u32, rec: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gamepilot"));
+    c.args(["run", "--display", &bed.display])
+        .args(["--window", &format!("0x{window:x}")])
+        .args(["--goal", goal, "--goal-check", NEVER])
+        .args(["--max-actions", &max_actions.to_string()])
+        .args(["--session-budget-s", "150", "--unattended"])
+        .args(["--tactical-interval-ms", "150", "--grounding", "mark"])
+        .args(["--model-endpoint", &host.base_url()])
+        .arg("--record")
+        .arg(rec)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+fn stop(child: std::process::Child) -> std::process::Output {
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Wait up to `within` for `done`; on timeout stop the run and fail with its output.
+fn wait_or_fail(
+    child: std::process::Child,
+    within: Duration,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+) -> std::process::Child {
+    let deadline = Instant::now() + within;
+    while !done() {
+        if Instant::now() >= deadline {
+            let out = stop(child);
+            panic!("{what}:\n{}", show(&out));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
+#[test]
+fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
+    // FR-PERC-001 (the game's popups and dialogs are the game), FR-PERC-006 (their elements marked,
+    // said to lie in a popup or dialog), INV-ACT-001 (focus on the game's dialog is the game in front)
+    let mut bed = TestBed::start().unwrap();
+    let win = launch(&mut bed, "/usr/games/sgt-net", &[]);
+    let x = bed.x11().unwrap();
+    // A window big enough for its menus, as a person would size it: capture space is the main window's.
+    x.conn
+        .configure_window(win, &ConfigureWindowAux::new().width(420).height(460))
+        .unwrap();
+    x.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while x.client_rect(win).unwrap().w < 400 {
+        assert!(
+            Instant::now() < deadline,
+            "the game's window never took its new size"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let before = x.client_rect(win).unwrap();
+    let clicked: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let log = clicked.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return gamepilot_testbed::plan_reply(
+                req,
+                &[
+                    ("choose a bigger board", "region"),
+                    ("read about the game and close it", "region"),
+                ],
+            );
+        }
+        let prompt = req.prompt_text();
+        let mut log = log.lock().unwrap();
+        let done = |what: &str| log.contains(&what);
+        let pick = [
+            ("Close", " in dialog", !done("Close")),
+            ("9x9", " in popup", !done("9x9")),
+            ("Type", "", !done("9x9")),
+            ("About", " in popup", done("9x9") && !done("About")),
+            ("Help", "", done("9x9") && !done("About")),
+        ]
+        .into_iter()
+        .filter(|(_, _, wanted)| *wanted)
+        .find_map(|(label, with, _)| mark_with(&prompt, label, with).map(|m| (label, m)));
+        match pick {
+            Some((label, mark)) => {
+                log.push(label);
+                Reply::json(&json!({"action": "click_mark", "mark": mark}))
+            }
+            None => Reply::json(&json!({"action": "wait", "duration_ms": 300})),
+        }
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let child = run(
+        &bed,
+        win,
+        &host,
+        "Choose the 9x9 board, then read the About box and close it.",
+        12,
+        &rec,
+    )
+    .spawn()
+    .unwrap();
+    // The game's own state: a 9x9 board makes its window taller.
+    let child = wait_or_fail(child, Duration::from_secs(120), "the board never changed", || {
+        x.client_rect(win).is_ok_and(|r| r.h > before.h + 20)
+    });
+    let dialog = || {
+        x.window_family(win)
+            .unwrap_or_default()
+            .iter()
+            .any(|m| m.layer == WindowLayer::Dialog)
+    };
+    let child = wait_or_fail(
+        child,
+        Duration::from_secs(90),
+        "the About dialog never opened",
+        dialog,
+    );
+    let child = wait_or_fail(
+        child,
+        Duration::from_secs(90),
+        "the About dialog was never answered",
+        || !dialog() && clicked.lock().unwrap().contains(&"Close"),
+    );
+    let out = stop(child);
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    let ev = events(&rec);
+    let layered = |layer: &str| {
+        ev.iter()
+            .filter(|e| e["kind"] == "observation")
+            .flat_map(|o| o["marks"].as_array().cloned().unwrap_or_default())
+            .filter(|m| m["layer"] == layer)
+            .filter_map(|m| m["label"].as_str().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        layered("popup").iter().any(|l| l == "9x9"),
+        "{:?}",
+        layered("popup")
+    );
+    assert!(
+        layered("dialog").iter().any(|l| l == "Close"),
+        "{:?}",
+        layered("dialog")
+    );
+    // A click may go again when its menu had not opened by the next look.
+    let mut clicks = clicked.lock().unwrap().clone();
+    clicks.dedup();
+    assert_eq!(
+        clicks,
+        ["Type", "9x9", "Help", "About", "Close"],
+        "each click found its item where the game showed it"
+    );
+    assert!(x.server_held().unwrap().is_empty());
+}
+
+#[test]
+fn run_sees_the_cursor_of_an_sdl_games_key_driven_menu_move_two_items() {
+    // FR-PERC-006 (the selected item marked), FR-GND-006 (a key press verified by the cursor moving)
+    let mut bed = TestBed::start().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let home_dir = home.path().to_str().unwrap().to_string();
+    let win = launch(
+        &mut bed,
+        "/usr/games/ltris",
+        &[("HOME", &home_dir), ("SDL_AUDIODRIVER", "dummy")],
+    );
+    let prompts: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = prompts.clone();
+    let downs = Arc::new(AtomicU32::new(0));
+    let pressed = downs.clone();
+    let last_press: Mutex<Option<Instant>> = Mutex::new(None);
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+        if req.system_text().contains("deliberative planner") {
+            return gamepilot_testbed::plan_reply(req, &[("move the menu cursor to Controls", "region")]);
+        }
+        seen.lock().unwrap().push(req.prompt_text());
+        // LTris fades the old item out over about a second; a person looks again before the next press.
+        let mut last = last_press.lock().unwrap();
+        let settled = last.is_none_or(|t: Instant| t.elapsed() >= Duration::from_millis(2500));
+        if settled && pressed.load(Ordering::SeqCst) < 3 {
+            pressed.fetch_add(1, Ordering::SeqCst);
+            *last = Some(Instant::now());
+            return Reply::json(&json!({"action": "key", "key": "Down"}));
+        }
+        Reply::json(&json!({"action": "wait", "duration_ms": 300}))
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let child = run(
+        &bed,
+        win,
+        &host,
+        "Move the menu cursor down to Graphics.",
+        12,
+        &rec,
+    )
+    .spawn()
+    .unwrap();
+    let child = wait_or_fail(child, Duration::from_secs(120), "three Down presses", || {
+        downs.load(Ordering::SeqCst) >= 3
+    });
+    // One more look after the third press has settled.
+    let looked = prompts.lock().unwrap().len();
+    std::thread::sleep(Duration::from_millis(2500));
+    let child = wait_or_fail(
+        child,
+        Duration::from_secs(30),
+        "a look after the third press",
+        || prompts.lock().unwrap().len() > looked + 1,
+    );
+    let out = stop(child);
+    let text = show(&out);
+    let prompts = prompts.lock().unwrap();
+    // Which item each prompt's observation marks selected.
+    let selected: Vec<Option<&str>> = prompts
+        .iter()
+        .map(|p| {
+            ["New", "Controls", "Graphics", "Audio"]
+                .into_iter()
+                .find(|l| mark_with(p, l, " selected").is_some())
+        })
+        .collect();
+    // LTris starts with no item chosen (its heading stands out alone); the first Down chooses New Game,
+    // and each Down after moves the cursor one item.
+    let from = selected
+        .iter()
+        .position(|s| *s == Some("New"))
+        .unwrap_or_else(|| {
+            panic!(
+                "New Game selected after the first Down: {selected:?}\n{}\n{text}",
+                prompts
+                    .last()
+                    .map(|p| gamepilot_context::tail::current_listing(p).join("\n"))
+                    .unwrap_or_default()
+            )
+        });
+    let after: Vec<&str> = selected[from..].iter().flatten().copied().collect();
+    let mut moves = after.clone();
+    moves.dedup();
+    assert!(
+        moves.starts_with(&["New", "Controls", "Graphics"]),
+        "two more Down presses move the cursor two items: {selected:?}\n{text}"
+    );
+    let ev = events(&rec);
+    let keys: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["kind"] == "action" && e["payload"]["action"] == "key")
+        .collect();
+    assert!(keys.len() >= 2, "{text}");
+    for k in &keys[1..] {
+        let id = k["action"].as_u64();
+        assert!(
+            ev.iter()
+                .any(|e| e["kind"] == "verdict" && e["action"].as_u64() == id && e["verdict"] == "confirmed"),
+            "each Down press is verified: {k}\n{text}"
+        );
+    }
+}
