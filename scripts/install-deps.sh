@@ -6,7 +6,7 @@ PACKAGES=(
   xvfb xserver-xephyr openbox x11-utils x11-xserver-utils xdotool xinput
   tesseract-ocr tesseract-ocr-eng libtesseract-dev libleptonica-dev
   clang libclang-dev cmake pkg-config build-essential
-  fonts-dejavu-core sgt-puzzles curl unzip python3-pip
+  fonts-dejavu-core sgt-puzzles ltris curl unzip python3-pip
   at-spi2-core dbus-daemon dbus
 )
 missing=()

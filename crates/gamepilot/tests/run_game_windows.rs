@@ -17,7 +17,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use x11rb::connection::Connection as _;
 use x11rb::protocol::xproto::{ConfigureWindowAux, ConnectionExt as _};
 
 /// Never true: these runs end on their action budget or a signal, and the game's state is the judge.
