@@ -11,6 +11,11 @@ use gamepilot_core::{FrameView, Rect};
 const APART: f32 = 28.0;
 /// The runner-up must stand at most this fraction as far apart: one item differs, not several.
 const RUNNER_UP: f32 = 0.6;
+/// The least background distance that sets an item of a row apart (a highlighted tab or cell, not a
+/// textured panel's shading).
+const ROW_APART: f32 = 50.0;
+/// An item of a list is a few words; longer lines are prose (a tooltip, a hint), never a list's item.
+const MAX_ITEM_WORDS: usize = 4;
 /// Glyphs that games draw beside the chosen item.
 const CURSORS: [char; 6] = ['>', '»', '▶', '►', '→', '*'];
 
@@ -24,6 +29,36 @@ pub fn mark_selected(view: &FrameView<'_>, elements: &mut [Element]) {
             }
         }
     }
+}
+
+/// The lists [`mark_selected`] finds and how far each item stands apart, one line a list: what a person
+/// reads to see why an item was, or was not, marked.
+pub fn explain(view: &FrameView<'_>, elements: &[Element]) -> String {
+    let units = text_units(view, elements);
+    let mut out = String::new();
+    for (list, kind) in lists(&units) {
+        let label = |u: &Unit| {
+            u.members
+                .iter()
+                .filter_map(|&i| elements[i].label.as_deref())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let inks: Vec<String> = list
+            .iter()
+            .map(|&u| match ink(view, units[u].bbox) {
+                Some(k) => format!(
+                    "{:?} text {:?} on {:?}",
+                    label(&units[u]),
+                    k.text.map(|c| c as u8),
+                    k.background.map(|c| c as u8)
+                ),
+                None => format!("{:?} (no ink)", label(&units[u])),
+            })
+            .collect();
+        out.push_str(&format!("{kind:?}: {}\n", inks.join("; ")));
+    }
+    out
 }
 
 /// One item of a list: the labelled elements of one line of text (OCR may split "New Game" in two).
@@ -55,12 +90,14 @@ fn text_units(view: &FrameView<'_>, elements: &[Element]) -> Vec<Unit> {
             let gap = (b.x as i64 - u.bbox.right()).max(u.bbox.x as i64 - b.right());
             // A tooltip's words beside an item are not part of it: one item is drawn on one background.
             let one_background = || match (ink(view, u.bbox), ink(view, b)) {
-                (Some(x), Some(y)) => colour_distance(x.background, y.background) < APART,
+                // Generous: a textured panel's colour shifts from word to word, a tooltip's does not.
+                (Some(x), Some(y)) => colour_distance(x.background, y.background) < 2.0 * APART,
                 _ => false,
             };
             same_line
                 && similar_height(u.bbox, b, 1.35)
-                && gap <= (u.bbox.h.max(b.h) as i64 * 3) / 2
+                // Words of one item sit a space apart (a wide one in a large font).
+                && gap * 4 <= u.bbox.h.max(b.h) as i64 * 3
                 && one_background()
         });
         match joined {
@@ -74,7 +111,30 @@ fn text_units(view: &FrameView<'_>, elements: &[Element]) -> Vec<Unit> {
             }),
         }
     }
-    units
+    let words = |u: &Unit| -> usize {
+        u.members
+            .iter()
+            .filter_map(|&i| elements[i].label.as_deref())
+            .map(|l| l.split_whitespace().count())
+            .sum()
+    };
+    let (items, prose): (Vec<Unit>, Vec<Unit>) = units.into_iter().partition(|u| words(u) <= MAX_ITEM_WORDS);
+    // A tooltip's panel over the screen: words on the same background as prose close by are part of
+    // that panel, never a list's item.
+    let panels: Vec<(Rect, [f32; 3])> = prose
+        .iter()
+        .filter_map(|p| Some((p.bbox, ink(view, p.bbox)?.background)))
+        .collect();
+    items
+        .into_iter()
+        .filter(|u| {
+            let Some(own) = ink(view, u.bbox) else { return true };
+            !panels.iter().any(|(r, bg)| {
+                let near = Rect::new(r.x - r.h as i32, r.y - r.h as i32, r.w + 2 * r.h, 3 * r.h);
+                near.intersection(&u.bbox).is_some() && colour_distance(own.background, *bg) < APART
+            })
+        })
+        .collect()
 }
 
 /// True when the taller box is at most `ratio` times the shorter one's height.
@@ -83,9 +143,16 @@ fn similar_height(a: Rect, b: Rect, ratio: f32) -> bool {
     hi <= lo * ratio
 }
 
+/// Which way a list runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListKind {
+    Column,
+    Row,
+}
+
 /// Columns (left edges or centres aligned, rows close) and rows (centres on one line, similar heights)
 /// of at least three units, each in reading order.
-fn lists(units: &[Unit]) -> Vec<Vec<usize>> {
+fn lists(units: &[Unit]) -> Vec<(Vec<usize>, ListKind)> {
     let mut out = Vec::new();
     let mut by_y: Vec<usize> = (0..units.len()).collect();
     by_y.sort_by_key(|&i| units[i].bbox.y);
@@ -102,14 +169,22 @@ fn lists(units: &[Unit]) -> Vec<Vec<usize>> {
                 || spans(l, b)
                 || spans(b, l);
             let gap = b.y as i64 - l.bottom();
-            aligned && similar_height(l, b, 1.6) && gap >= -(l.h as i64) / 2 && gap <= 3 * l.h.max(b.h) as i64
+            aligned
+                && similar_height(l, b, 1.35)
+                && gap >= -(l.h as i64) / 2
+                && gap <= 2 * l.h.max(b.h) as i64
         });
         match fits {
             Some(c) => c.push(i),
             None => columns.push(vec![i]),
         }
     }
-    out.extend(columns.into_iter().filter(|c| c.len() >= 3));
+    out.extend(
+        columns
+            .into_iter()
+            .filter(|c| c.len() >= 3)
+            .map(|c| (c, ListKind::Column)),
+    );
     let mut by_x: Vec<usize> = (0..units.len()).collect();
     by_x.sort_by_key(|&i| units[i].bbox.x);
     let mut rows: Vec<Vec<usize>> = Vec::new();
@@ -128,7 +203,11 @@ fn lists(units: &[Unit]) -> Vec<Vec<usize>> {
             None => rows.push(vec![i]),
         }
     }
-    out.extend(rows.into_iter().filter(|r| r.len() >= 3));
+    out.extend(
+        rows.into_iter()
+            .filter(|r| r.len() >= 3)
+            .map(|r| (r, ListKind::Row)),
+    );
     out
 }
 
@@ -185,7 +264,12 @@ fn median(mut v: Vec<f32>) -> f32 {
 }
 
 /// The one unit of `list` drawn as chosen, if exactly one is.
-fn chosen_in(view: &FrameView<'_>, units: &[Unit], list: &[usize], elements: &[Element]) -> Option<usize> {
+fn chosen_in(
+    view: &FrameView<'_>,
+    units: &[Unit],
+    (list, kind): &(Vec<usize>, ListKind),
+    elements: &[Element],
+) -> Option<usize> {
     let cursor = |u: &Unit| {
         u.members.iter().any(|&i| {
             elements[i]
@@ -203,20 +287,33 @@ fn chosen_in(view: &FrameView<'_>, units: &[Unit], list: &[usize], elements: &[E
         .iter()
         .map(|&u| ink(view, units[u].bbox))
         .collect::<Option<Vec<_>>>()?;
-    let apart: Vec<f32> = (0..inks.len())
-        .map(|i| {
-            median(
-                (0..inks.len())
-                    .filter(|&j| j != i)
-                    .map(|j| distance(&inks[i], &inks[j]))
-                    .collect(),
-            )
+    // How far each item is drawn from the list's typical item (the median colour, channel by channel):
+    // one item apart stands out, two or more apart (an item fading out as the next fades in) do not.
+    let typical = |pick: fn(&Ink) -> [f32; 3]| -> [f32; 3] {
+        std::array::from_fn(|c| median(inks.iter().map(|k| pick(k)[c]).collect()))
+    };
+    let typical = Ink {
+        background: typical(|k| k.background),
+        text: typical(|k| k.text),
+    };
+    let apart: Vec<f32> = inks
+        .iter()
+        .map(|k| match kind {
+            // A row's items (tabs, a menu bar) are told apart by a highlighted background alone: text
+            // colours along a row vary with what each item is.
+            ListKind::Row => colour_distance(k.background, typical.background) * APART / ROW_APART,
+            ListKind::Column => distance(k, &typical),
         })
         .collect();
-    // A heading drawn in its own colour tops many a menu: with another item apart too, the first
-    // item of a column is the heading, not the choice.
+    // A heading drawn in its own colour tops many a menu. The first item of a column is the heading,
+    // not the choice, when another item stands apart too, or when it is drawn with less contrast than
+    // the typical item (a choice is emphasised, a heading merely coloured).
+    let contrast = |k: &Ink| colour_distance(k.text, k.background);
     let mut candidates: Vec<usize> = (0..apart.len()).collect();
-    if apart[0] >= APART && apart.iter().skip(1).any(|a| *a >= APART) {
+    let heading = *kind == ListKind::Column
+        && apart[0] >= APART
+        && (apart.iter().skip(1).any(|a| *a >= APART) || contrast(&inks[0]) < 0.8 * contrast(&typical));
+    if heading {
         candidates.retain(|&i| i != 0);
     }
     let top = candidates
