@@ -475,9 +475,10 @@ impl Prober {
         })?;
         let app = self.application_of(pid, deadline)?;
         let client = target.client_rect();
-        // The application's top-level windows: the showing one that covers the target window most.
+        // The application's showing top-level windows over the target window: the one that covers it
+        // most (the game's own window) first, then the others (its dialogs), all within one budget.
         let mut nodes_visited = 0usize;
-        let mut best: Option<(u64, String)> = None;
+        let mut tops: Vec<(u64, String)> = Vec::new();
         for top in self.children(&app, ROOT_PATH, deadline)? {
             nodes_visited += 1;
             let e = match self
@@ -490,20 +491,22 @@ impl Prober {
                 Err(_) => continue,
             };
             let overlap = e.intersection(&client).map(|i| i.area()).unwrap_or(0);
-            if overlap > 0 && best.as_ref().map(|b| b.0 < overlap).unwrap_or(true) {
-                best = Some((overlap, top));
+            if overlap > 0 {
+                tops.push((overlap, top));
             }
         }
-        let Some((_, window_node)) = best else {
+        if tops.is_empty() {
             return Err(A11yError::TargetNotAccessible(format!(
                 "process {pid} exposes no showing accessible window over window 0x{:x}",
                 target.window
             )));
-        };
+        }
+        // The stack pops its last entry first: the largest overlap goes last.
+        tops.sort_by_key(|(overlap, _)| *overlap);
         let mut elements = Vec::new();
         let mut truncated = false;
         let mut skipped = 0usize;
-        let mut stack = vec![(window_node, 0usize)];
+        let mut stack: Vec<(String, usize)> = tops.into_iter().map(|(_, top)| (top, 0usize)).collect();
         while let Some((path, depth)) = stack.pop() {
             if nodes_visited >= self.limits.max_nodes {
                 truncated = true;

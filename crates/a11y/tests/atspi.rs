@@ -241,3 +241,97 @@ fn a_window_of_a_process_without_a_tree_is_a_named_skip() {
     );
     assert!(matches!(r, Err(A11yError::NoSessionBus(_))), "{r:?}");
 }
+
+/// Click at `(dx, dy)` inside `win` with xdotool on the bed's display, as a person would.
+fn click_in(bed: &TestBed, x: &gamepilot_x11::X11, win: u32, dx: i32, dy: i32) {
+    let at = x.client_rect(win).unwrap();
+    let ok = Command::new("xdotool")
+        .env("DISPLAY", &bed.display)
+        .args([
+            "mousemove",
+            &(at.x + dx).to_string(),
+            &(at.y + dy).to_string(),
+            "click",
+            "1",
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn an_open_popup_menus_items_and_the_games_dialog_come_from_the_tree() {
+    // FR-PERC-010, FR-PERC-001: the game's open menu and its dialog (another top-level of the same
+    // application) are walked too, their boxes inside the capture and inside the window they show in.
+    let (bed, bus, _pid, win) = start_net();
+    let x = bed.x11().unwrap();
+    let sized = Command::new("xdotool")
+        .env("DISPLAY", &bed.display)
+        .args(["windowsize", &win.to_string(), "420", "460"])
+        .status()
+        .unwrap();
+    assert!(sized.success());
+    std::thread::sleep(Duration::from_millis(800));
+    let cfg = config(&bus, 2000);
+    probe_until_ready(&A11yTarget::from_window(&x, win).unwrap(), &cfg);
+    let until = |what: &str, ready: &dyn Fn(&gamepilot_a11y::A11ySnapshot) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let target = A11yTarget::from_window(&x, win).unwrap();
+            if let Ok(s) = probe(&target, &cfg) {
+                if ready(&s) {
+                    return s;
+                }
+            }
+            assert!(Instant::now() < deadline, "{what} never came from the tree");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    click_in(&bed, &x, win, 78, 12);
+    let popup = until("the Type menu's items", &|s| {
+        s.elements.iter().any(|e| e.name == "9x9")
+    });
+    let family = x.window_family(win).unwrap();
+    let menu = family
+        .iter()
+        .find(|m| m.layer == gamepilot_core::WindowLayer::Popup)
+        .expect("the Type menu is open")
+        .rect;
+    let nine = popup.elements.iter().find(|e| e.name == "9x9").unwrap();
+    assert!(
+        menu.contains_rect(&nine.bbox),
+        "{nine:?} inside the popup {menu:?}"
+    );
+    // Escape closes the menu; Help, then About opens the game's dialog.
+    let key = |k: &str| {
+        Command::new("xdotool")
+            .env("DISPLAY", &bed.display)
+            .args(["key", k])
+            .status()
+            .unwrap()
+    };
+    key("Escape");
+    std::thread::sleep(Duration::from_millis(300));
+    click_in(&bed, &x, win, 122, 12);
+    let help = until("the Help menu's About item", &|s| {
+        s.elements.iter().any(|e| e.name == "About")
+    });
+    let about = help.elements.iter().find(|e| e.name == "About").unwrap().bbox;
+    let c = about.center();
+    click_in(&bed, &x, win, c.x, c.y);
+    let dialog = until("the About dialog's Close button", &|s| {
+        s.elements.iter().any(|e| e.name == "Close")
+    });
+    let close = dialog.elements.iter().find(|e| e.name == "Close").unwrap();
+    let family = x.window_family(win).unwrap();
+    let layer = family
+        .iter()
+        .find(|m| m.layer == gamepilot_core::WindowLayer::Dialog)
+        .expect("the About dialog is open")
+        .rect;
+    assert!(
+        layer.contains_rect(&close.bbox),
+        "{close:?} inside the dialog {layer:?}"
+    );
+    assert!(close.role.contains("button"), "{close:?}");
+}
