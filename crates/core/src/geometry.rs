@@ -79,6 +79,15 @@ impl Rect {
             && other.bottom() <= self.bottom()
     }
 
+    /// The smallest rectangle holding both.
+    pub fn union(&self, other: &Rect) -> Rect {
+        let x0 = (self.x as i64).min(other.x as i64);
+        let y0 = (self.y as i64).min(other.y as i64);
+        let x1 = self.right().max(other.right());
+        let y1 = self.bottom().max(other.bottom());
+        Rect::new(x0 as i32, y0 as i32, (x1 - x0) as u32, (y1 - y0) as u32)
+    }
+
     pub fn intersection(&self, other: &Rect) -> Option<Rect> {
         let x0 = (self.x as i64).max(other.x as i64);
         let y0 = (self.y as i64).max(other.y as i64);
@@ -145,6 +154,7 @@ mod tests {
         assert!(a.contains_rect(&Rect::new(2, 2, 8, 8)));
         assert!(!a.contains_rect(&b));
         assert_eq!(a.intersection(&Rect::new(20, 20, 1, 1)), None);
+        assert_eq!(a.union(&b), Rect::new(0, 0, 15, 15));
     }
 
     #[test]

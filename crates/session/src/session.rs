@@ -461,6 +461,28 @@ fn expectation(action: &Action, mark: Option<(ElementId, Rect)>) -> (ExpectedCha
     }
 }
 
+/// The one item of the observation drawn as chosen, when `action` is a key that moves a list's cursor.
+fn cursor_item(action: &Action, obs: &Observation) -> Option<(ElementId, Rect)> {
+    const NAVIGATION: [&str; 6] = ["Up", "Down", "Left", "Right", "Tab", "shift+Tab"];
+    let Action::Key { key } = action else {
+        return None;
+    };
+    if !NAVIGATION.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+        return None;
+    }
+    let mut chosen = obs.elements.iter().filter(|e| e.selected);
+    let first = chosen.next()?;
+    // One item, perhaps read as several words: their boxes together.
+    let mut bbox = first.bbox;
+    for e in chosen {
+        if (e.bbox.center().y - first.bbox.center().y).abs() * 2 > first.bbox.h as i32 {
+            return None;
+        }
+        bbox = bbox.union(&e.bbox);
+    }
+    Some((first.id, bbox))
+}
+
 fn evidence_for(expected: &ExpectedChange, changed: Option<bool>) -> Evidence {
     match expected {
         ExpectedChange::ElementChanged { .. } => Evidence::ElementChanged { changed },
@@ -1765,7 +1787,10 @@ impl Session {
                         GroundingPath::Coordinate
                     }
                 });
-                (a.clone(), None, path, target)
+                // A key that moves a list's cursor is expected to move it off the item drawn as chosen:
+                // that item's pixels change (FR-GND-006), where a whole-view change would also take a
+                // blinking caret or an animation for the cursor's move.
+                (a.clone(), cursor_item(a, marks), path, target)
             }
         };
         let label = serde_json::to_string(&action).unwrap_or_default();

@@ -275,6 +275,35 @@ fn a_mark_is_grounded_to_its_centre_executed_and_verified_under_one_id() {
 }
 
 #[test]
+fn a_key_that_moves_a_lists_cursor_is_verified_on_the_item_drawn_as_chosen() {
+    // FR-GND-006, FR-PERC-006: with "Options" drawn as chosen, Down is expected to move the cursor off
+    // it (its box is watched); where no item is chosen, any change in the view counts.
+    let key = |k: &str| reply(TacticalReply::Act(Action::Key { key: k.into() }));
+    let watched = |fx: &[Effect]| {
+        fx.iter()
+            .find_map(|e| match e {
+                Effect::Reflex(ReflexCommand::Watch { region, .. }) => Some(*region),
+                _ => None,
+            })
+            .expect("a watch")
+    };
+    let (mut s, adopted) = planned();
+    let job = tactical_jobs(&adopted)[0].tick;
+    let mut obs = menu();
+    obs.elements[1].selected = true;
+    let fx = s.step(outcome(job, obs.clone(), key("Down")), ms(300));
+    assert_eq!(watched(&fx), Some(Rect::new(560, 380, 160, 48)), "{fx:?}");
+    let (mut s, adopted) = planned();
+    let job = tactical_jobs(&adopted)[0].tick;
+    let fx = s.step(outcome(job, obs, key("Return")), ms(300));
+    assert_eq!(watched(&fx), None, "Return is not a cursor move");
+    let (mut s, adopted) = planned();
+    let job = tactical_jobs(&adopted)[0].tick;
+    let fx = s.step(outcome(job, menu(), key("Down")), ms(300));
+    assert_eq!(watched(&fx), None, "no item chosen: the whole view");
+}
+
+#[test]
 fn suppression_of_a_refuted_mark_expires_after_its_bound() {
     // FR-GND-007: a refuted target is left out for suppress_ticks tactical ticks, then offered again
     let (mut s, adopted) = planned();

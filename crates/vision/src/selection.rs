@@ -68,14 +68,6 @@ struct Unit {
     bbox: Rect,
 }
 
-fn union(a: Rect, b: Rect) -> Rect {
-    let x0 = a.x.min(b.x);
-    let y0 = a.y.min(b.y);
-    let x1 = a.right().max(b.right());
-    let y1 = a.bottom().max(b.bottom());
-    Rect::new(x0, y0, (x1 - x0 as i64) as u32, (y1 - y0 as i64) as u32)
-}
-
 fn text_units(view: &FrameView<'_>, elements: &[Element]) -> Vec<Unit> {
     let mut order: Vec<usize> = (0..elements.len())
         .filter(|&i| elements[i].label.as_deref().is_some_and(|l| !l.trim().is_empty()))
@@ -103,7 +95,7 @@ fn text_units(view: &FrameView<'_>, elements: &[Element]) -> Vec<Unit> {
         match joined {
             Some(u) => {
                 u.members.push(i);
-                u.bbox = union(u.bbox, b);
+                u.bbox = u.bbox.union(&b);
             }
             None => units.push(Unit {
                 members: vec![i],
