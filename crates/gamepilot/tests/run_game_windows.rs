@@ -52,20 +52,30 @@ fn launch(bed: &mut TestBed, binary: &str, env: &[(&str, &str)]) -> u32 {
     }
 }
 
-fn run(bed: &TestBed, window: u32, host: &ScriptedHost, goal: &str, max_actions: u32, rec: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gamepilot"));
-    c.args(["run", "--display", &bed.display])
+/// `run` on `window` in the background with `host` as its model, recording into a fresh directory
+/// (returned, with the recording's path, so it outlives the run).
+fn spawn_run(
+    bed: &TestBed,
+    window: u32,
+    host: &ScriptedHost,
+    goal: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, std::process::Child) {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let child = Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+        .args(["run", "--display", &bed.display])
         .args(["--window", &format!("0x{window:x}")])
         .args(["--goal", goal, "--goal-check", NEVER])
-        .args(["--max-actions", &max_actions.to_string()])
-        .args(["--session-budget-s", "150", "--unattended"])
+        .args(["--max-actions", "12", "--session-budget-s", "150", "--unattended"])
         .args(["--tactical-interval-ms", "150", "--grounding", "mark"])
         .args(["--model-endpoint", &host.base_url()])
         .arg("--record")
-        .arg(rec)
+        .arg(&rec)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    c
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (dir, rec, child)
 }
 
 fn stop(child: std::process::Child) -> std::process::Output {
@@ -226,18 +236,12 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
         }
     })
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("session");
-    let child = run(
+    let (_dir, rec, child) = spawn_run(
         &bed,
         win,
         &host,
         "Choose the 9x9 board, then read the About box and close it.",
-        12,
-        &rec,
-    )
-    .spawn()
-    .unwrap();
+    );
     // The game's own state: a 9x9 board makes its window taller.
     let child = wait_or_fail(child, Duration::from_secs(120), "the board never changed", || {
         x.client_rect(win).is_ok_and(|r| r.h > before.h + 20)
@@ -335,18 +339,7 @@ fn run_sees_the_cursor_of_an_sdl_games_key_driven_menu_move_two_items() {
         Reply::json(&json!({"action": "wait", "duration_ms": 300}))
     })
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("session");
-    let child = run(
-        &bed,
-        win,
-        &host,
-        "Move the menu cursor down to Graphics.",
-        12,
-        &rec,
-    )
-    .spawn()
-    .unwrap();
+    let (_dir, rec, child) = spawn_run(&bed, win, &host, "Move the menu cursor down to Graphics.");
     let child = wait_or_fail(child, Duration::from_secs(120), "three Down presses", || {
         downs.load(Ordering::SeqCst) >= 3
     });
