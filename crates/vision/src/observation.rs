@@ -63,7 +63,13 @@ impl Observation {
     pub fn place_layers(&mut self, layers: &[LayerRegion]) {
         for e in &mut self.elements {
             let c = e.bbox.center();
-            e.layer = layers.iter().rev().find(|l| l.rect.contains(c)).map(|l| l.layer);
+            let Some(l) = layers.iter().rev().find(|l| l.rect.contains(c)) else {
+                e.layer = None;
+                continue;
+            };
+            e.layer = Some(l.layer);
+            // What lies past the popup's edge is another window's pixels, not this element's.
+            e.bbox = e.bbox.intersection(&l.rect).unwrap_or(e.bbox);
         }
     }
 

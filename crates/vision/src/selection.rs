@@ -302,15 +302,30 @@ fn chosen_in(
     // the typical item (a choice is emphasised, a heading merely coloured).
     let contrast = |k: &Ink| colour_distance(k.text, k.background);
     let mut candidates: Vec<usize> = (0..apart.len()).collect();
+    // A title stands further from the list below it than the list's items from one another.
+    let gaps: Vec<f32> = list
+        .windows(2)
+        .map(|p| (units[p[1]].bbox.y as i64 - units[p[0]].bbox.bottom()) as f32)
+        .collect();
+    let set_off = gaps.len() >= 2 && gaps[0] > 1.5 * median(gaps[1..].to_vec()).max(0.0) + 2.0;
     let heading = *kind == ListKind::Column
         && apart[0] >= APART
-        && (apart.iter().skip(1).any(|a| *a >= APART) || contrast(&inks[0]) < 0.8 * contrast(&typical));
+        && (apart.iter().skip(1).any(|a| *a >= APART)
+            || contrast(&inks[0]) < 0.8 * contrast(&typical)
+            || set_off);
     if heading {
         candidates.retain(|&i| i != 0);
     }
+    // An item drawn fainter on the same background is disabled (a greyed-out menu item), not chosen;
+    // it still stands apart, so beside it another item must stand out further.
+    let dimmed = |i: usize| {
+        colour_distance(inks[i].background, typical.background) < APART / 2.0
+            && contrast(&inks[i]) < 0.8 * contrast(&typical)
+    };
     let top = candidates
         .iter()
         .copied()
+        .filter(|&i| !dimmed(i))
         .max_by(|&a, &b| apart[a].total_cmp(&apart[b]))
         .filter(|&i| apart[i] >= APART)?;
     let runner_up = candidates

@@ -165,6 +165,9 @@ pub fn checked_size(window: Window, width: u16, height: u16) -> Result<(u16, u16
     Ok((width, height))
 }
 
+/// How long one reading of the game's window family serves thumbnails and regions.
+pub const FAMILY_REFRESH: Duration = Duration::from_millis(100);
+
 /// Captures one window repeatedly. Re-names the window pixmap when the window's size changes.
 pub struct WindowCapturer {
     window: Window,
@@ -280,6 +283,13 @@ impl WindowCapturer {
     /// Capture the window's client area at full resolution as a BGRX frame.
     /// SHM when the server has it and it is not backing off after a failure; otherwise GetImage.
     pub fn capture(&mut self, x11: &X11, now: MonoTime) -> Result<Frame, X11Error> {
+        // What a full frame shows is what the model acts on: its family is read afresh.
+        self.family_at = None;
+        self.capture_composed(x11, now)
+    }
+
+    /// [`WindowCapturer::capture`] with the family as last read (within [`FAMILY_REFRESH`]).
+    fn capture_composed(&mut self, x11: &X11, now: MonoTime) -> Result<Frame, X11Error> {
         let (w, h, _) = self.geometry(x11)?;
         if !x11.is_mapped(self.window)? {
             return Err(X11Error::Unmapped { window: self.window });
@@ -400,10 +410,14 @@ impl WindowCapturer {
         self.family.iter().map(FamilyMember::region).collect()
     }
 
-    /// Read the family again unless it was read for this same capture time (a tick's thumbnail and
-    /// its regions share one reading). A failed reading is an empty family: the main window alone.
+    /// Read the family again unless it was read less than [`FAMILY_REFRESH`] ago: the reflex's ticks
+    /// share one reading (a popup opens on a person's time scale; the reflex's round trips to a busy
+    /// server are its own). A failed reading is an empty family: the main window alone.
     fn refresh_family(&mut self, x11: &X11, now: MonoTime) {
-        if self.family_at == Some(now) {
+        if self
+            .family_at
+            .is_some_and(|at| now >= at && now.since(at) < FAMILY_REFRESH)
+        {
             return;
         }
         self.family_at = Some(now);
@@ -543,7 +557,7 @@ impl WindowCapturer {
                 }
             }
         }
-        let full = self.capture(x11, now)?;
+        let full = self.capture_composed(x11, now)?;
         self.last_thumbnail = Some(ThumbnailPath::Decimated);
         Ok(decimate(&full, tw, th))
     }
