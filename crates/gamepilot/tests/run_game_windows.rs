@@ -1,8 +1,10 @@
-//! `gamepilot run` with the game's own windows in view, against the scripted host: in a real GTK game
-//! (sgt-puzzles' Net) a menu-bar menu opens as a popup window and an item chosen from it changes the
-//! board, and the game's About dialog is closed with its own Close button; in a real SDL game's key-driven menu (LTris) the
-//! observation marks the selected item and two Down presses move it two items. Every outcome is judged by
-//! the game itself (its window's size, its dialog window, its menu as OCR reads it), never by the agent.
+//! `gamepilot run` with the game's own windows in view, against the scripted host. In a real GTK game
+//! (sgt-puzzles' Net): a menu-bar menu opens as a popup window and an item chosen from it changes the
+//! board; the game's About dialog is closed with its own Close button; its configuration dialog, which
+//! the window manager puts away from the game, is moved over it, typed into and confirmed. In a real SDL
+//! game's key-driven menu (LTris): the observation marks the selected item and two Down presses move it
+//! two items. Every outcome is judged by the game itself (its window's size, its dialog window, its menu
+//! as OCR reads it), never by the agent.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
@@ -66,7 +68,7 @@ fn spawn_run(
         .args(["run", "--display", &bed.display])
         .args(["--window", &format!("0x{window:x}")])
         .args(["--goal", goal, "--goal-check", NEVER])
-        .args(["--max-actions", "12", "--session-budget-s", "150", "--unattended"])
+        .args(["--max-actions", "16", "--session-budget-s", "150", "--unattended"])
         .args(["--tactical-interval-ms", "150", "--grounding", "mark"])
         .args(["--model-endpoint", &host.base_url()])
         .arg("--record")
@@ -217,12 +219,22 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
         let prompt = req.prompt_text();
         let mut log = log.lock().unwrap();
         let done = |what: &str| log.contains(&what);
+        // In the configuration dialog the Width field has the focus, its value selected: press 7 over it
+        // (keys to the game's own dialog, which has the focus).
+        if done("Custom...") && !done("7") && mark_with(&prompt, "OK", " in dialog").is_some() {
+            log.push("7");
+            return Reply::json(&json!({"action": "key", "key": "7"}));
+        }
         let pick = [
             ("Close", " in dialog", !done("Close")),
             ("9x9", " in popup", !done("9x9")),
             ("Type", "", !done("9x9")),
             ("About", " in popup", done("9x9") && !done("About")),
             ("Help", "", done("9x9") && !done("About")),
+            // The game's configuration dialog, which the window manager puts away from the game.
+            ("OK", " in dialog", done("Custom...") && !done("OK")),
+            ("Custom...", " in popup", done("Close") && !done("Custom...")),
+            ("Type", "", done("Close") && !done("Custom...")),
         ]
         .into_iter()
         .filter(|(_, _, wanted)| *wanted)
@@ -264,6 +276,19 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
         "the About dialog was never answered",
         || !dialog() && clicked.lock().unwrap().contains(&"Close"),
     );
+    // Type → Custom… opens "Net configuration" at the screen's corner; run has it moved over the game,
+    // types a width of 7 into it and presses its OK: a 7-by-9 board makes the game's window narrower.
+    let grown = x.client_rect(win).unwrap();
+    let child = wait_or_fail(
+        child,
+        Duration::from_secs(120),
+        "the configuration dialog was never answered",
+        || {
+            clicked.lock().unwrap().contains(&"OK")
+                && !dialog()
+                && x.client_rect(win).is_ok_and(|r| r.w + 20 < grown.w)
+        },
+    );
     let out = stop(child);
     let text = show(&out);
     assert_eq!(out.status.code(), Some(130), "{text}");
@@ -286,12 +311,31 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
         "{:?}",
         layered("dialog")
     );
+    assert!(
+        layered("dialog").iter().any(|l| l == "OK"),
+        "{:?}",
+        layered("dialog")
+    );
+    assert!(
+        text.contains("moved the game's dialog \"Net configuration\""),
+        "{text}"
+    );
     // A click may go again when its menu had not opened by the next look.
     let mut clicks = clicked.lock().unwrap().clone();
     clicks.dedup();
     assert_eq!(
         clicks,
-        ["Type", "9x9", "Help", "About", "Close"],
+        [
+            "Type",
+            "9x9",
+            "Help",
+            "About",
+            "Close",
+            "Type",
+            "Custom...",
+            "7",
+            "OK"
+        ],
         "each click found its item where the game showed it"
     );
     assert!(x.server_held().unwrap().is_empty());

@@ -115,9 +115,22 @@ pub fn run(
     let a11y = AccessibilityFeed::start(setup.window);
     // The previous tick's frame and element boxes: a perceive-only tick measures how they moved.
     let mut previous: Option<(Frame, Vec<gamepilot_core::Rect>)> = None;
+    // The game's dialogs asked to move over its window, each once.
+    let mut moved: Vec<u32> = Vec::new();
     while let Ok(TacticalRequest { job: req }) = rx.recv() {
         if cancel.is_cancelled() {
             break;
+        }
+        // A dialog of the game placed away from its window is outside capture space: the window manager
+        // is asked to move it over the game, where the agent (and the person watching) sees it.
+        for d in x.stray_dialogs(setup.window).unwrap_or_default() {
+            if !moved.contains(&d) && x.centre_over(d, setup.window).is_ok() {
+                moved.push(d);
+                crate::say!(
+                    "moved the game's dialog \"{}\" (0x{d:x}) over its window, where capture sees it",
+                    x.window_title(d)
+                );
+            }
         }
         let started = now();
         // A capture error is this tick's failure, never the thread's end: the session hears of it and the

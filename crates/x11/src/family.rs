@@ -155,6 +155,60 @@ impl X11 {
         })
     }
 
+    /// The game's dialogs that the window manager placed mostly outside its window: viewable, managed
+    /// windows of the game's client that say whose dialog they are (`WM_TRANSIENT_FOR`). Capture space is
+    /// the game window's, so such a dialog would be invisible to the agent.
+    pub fn stray_dialogs(&self, target: Window) -> Result<Vec<Window>, X11Error> {
+        let main = self.client_rect(target)?;
+        let mut candidates = self.managed_windows();
+        candidates.extend(self.conn.query_tree(self.root)?.reply()?.children);
+        let mut out = Vec::new();
+        for w in candidates {
+            if w == target || out.contains(&w) || !self.same_client(w, target) || !self.is_transient(w) {
+                continue;
+            }
+            let Some(attrs) = self
+                .conn
+                .get_window_attributes(w)
+                .ok()
+                .and_then(|c| c.reply().ok())
+            else {
+                continue;
+            };
+            if attrs.map_state != MapState::VIEWABLE || attrs.override_redirect {
+                continue;
+            }
+            let Ok(r) = self.client_rect(w) else { continue };
+            let inside = r.intersection(&main).map(|i| i.area()).unwrap_or(0);
+            if r.w >= MIN_SIDE && r.h >= MIN_SIDE && inside * 2 < r.area() {
+                out.push(w);
+            }
+        }
+        Ok(out)
+    }
+
+    fn is_transient(&self, w: Window) -> bool {
+        self.conn
+            .get_property(false, w, AtomEnum::WM_TRANSIENT_FOR, AtomEnum::WINDOW, 0, 1)
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .is_some_and(|p| p.value_len > 0)
+    }
+
+    /// Ask the window manager to move the game's `dialog` over the game's window (centred, its top-left
+    /// corner kept inside): a ConfigureWindow request the manager redirects and carries out, never
+    /// synthesised input.
+    pub fn centre_over(&self, dialog: Window, target: Window) -> Result<(), X11Error> {
+        use x11rb::protocol::xproto::ConfigureWindowAux;
+        let main = self.client_rect(target)?;
+        let d = self.client_rect(dialog)?;
+        let x = (main.x + (main.w as i32 - d.w as i32) / 2).max(main.x);
+        let y = (main.y + (main.h as i32 - d.h as i32) / 2).max(main.y);
+        self.conn
+            .configure_window(dialog, &ConfigureWindowAux::new().x(x).y(y))?;
+        self.flush()
+    }
+
     /// True when `w` is `target`, related to it, or one of its family's windows: the focus may rest on
     /// the game's own dialog, never on another client's window.
     pub fn is_family(&self, target: Window, w: Window) -> Result<bool, X11Error> {

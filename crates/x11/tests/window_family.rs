@@ -239,3 +239,65 @@ fn capture_composes_the_games_popup_and_dialog_and_never_another_clients_window(
     assert_eq!(colours(&f.data), vec![RED]);
     assert!(cap.layers().is_empty());
 }
+
+#[test]
+fn a_dialog_placed_away_from_the_game_is_moved_over_it_by_the_window_manager() {
+    // FR-PERC-001: capture space is the game window's; a dialog of the game the window manager put
+    // elsewhere is found and asked (never with synthesised input) to come over the game's window.
+    let bed = TestBed::start().unwrap();
+    let game = bed.x11().unwrap();
+    let agent = bed.x11().unwrap();
+    let _probe_id = game.conn.generate_id().unwrap();
+    let main = window(&game, (10, 10, 300, 200), RED, false);
+    map_and_wait(&game, main);
+    let dialog = window(&game, (0, 0, 80, 50), BLUE, false);
+    game.conn
+        .change_property32(
+            PropMode::REPLACE,
+            dialog,
+            AtomEnum::WM_TRANSIENT_FOR,
+            AtomEnum::WINDOW,
+            &[main],
+        )
+        .unwrap();
+    map_and_wait(&game, dialog);
+    // The game's dialog ends up far from its window (as sgt-mines' "Custom…" does under openbox).
+    game.conn
+        .configure_window(
+            dialog,
+            &x11rb::protocol::xproto::ConfigureWindowAux::new().x(1200).y(700),
+        )
+        .unwrap();
+    game.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while agent.stray_dialogs(main).unwrap().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the dialog never left the game's window"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(agent.stray_dialogs(main).unwrap(), vec![dialog]);
+    assert!(
+        agent.window_family(main).unwrap().is_empty(),
+        "outside capture space"
+    );
+    agent.centre_over(dialog, main).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !agent
+        .window_family(main)
+        .unwrap()
+        .iter()
+        .any(|m| m.window == dialog && m.layer == WindowLayer::Dialog)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the window manager never moved the dialog over the game"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(agent.stray_dialogs(main).unwrap().is_empty());
+    let mut cap = WindowCapturer::new(&agent, main).unwrap();
+    let f = cap.capture(&agent, MonoTime::from_millis(1)).unwrap();
+    assert!(colours(&f.data).contains(&BLUE), "the dialog is in the frame");
+}

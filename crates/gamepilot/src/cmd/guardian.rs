@@ -41,7 +41,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // Signals first: from here on a Ctrl+C or Ctrl+Z meant for the core cannot stop the guardian.
     let signals = GuardianSignals::install().context("installing the guardian's signal dispositions")?;
     detach_session().context("moving the guardian into its own session")?;
-    // Where allowed, the releaser runs ahead of the game and the core; elsewhere at their priority.
     gamepilot_guardian::raise_priority();
     let shm = match (args.shm_fd, &args.shm) {
         (Some(fd), _) => SharedState::open_fd(fd)?,
