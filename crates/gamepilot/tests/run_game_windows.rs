@@ -387,14 +387,19 @@ fn run_sees_the_cursor_of_an_sdl_games_key_driven_menu_move_two_items() {
     let child = wait_or_fail(child, Duration::from_secs(120), "three Down presses", || {
         downs.load(Ordering::SeqCst) >= 3
     });
-    // One more look after the third press has settled.
-    let looked = prompts.lock().unwrap().len();
-    std::thread::sleep(Duration::from_millis(2500));
+    // Looks after the third press, until the cursor is seen resting (LTris fades the old item out and
+    // fades a tooltip in over its neighbours; meanwhile two items stand apart and none is marked).
     let child = wait_or_fail(
         child,
         Duration::from_secs(30),
-        "a look after the third press",
-        || prompts.lock().unwrap().len() > looked + 1,
+        "the cursor seen on Graphics",
+        || {
+            prompts
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|p| selected_item(p) == Some("Graphics"))
+        },
     );
     let out = stop(child);
     let text = show(&out);
