@@ -12,11 +12,15 @@ use std::time::{Duration, Instant};
 /// How old the guardian's own heartbeat may grow before the core stops: generous against scheduling delays
 /// on a loaded machine (its loop beats every 5 ms), short against a guardian that was stopped.
 pub const GUARDIAN_STALE_AFTER: Duration = Duration::from_millis(1000);
+/// How long a stale guardian heartbeat must stay stale before the core believes it (see `gone`).
+pub const GUARDIAN_STALE_CONFIRM: Duration = Duration::from_millis(100);
 
 /// The guardian child and the shared page it watches.
 pub struct GuardianHandle {
     pub shm: SharedState,
     child: Child,
+    /// When this core first read the guardian's heartbeat as stale (cleared by a fresh one).
+    stale_since: Option<std::time::Instant>,
 }
 
 impl GuardianHandle {
@@ -81,7 +85,11 @@ impl GuardianHandle {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        Ok(GuardianHandle { shm, child })
+        Ok(GuardianHandle {
+            shm,
+            child,
+            stale_since: None,
+        })
     }
 
     pub fn pid(&self) -> u32 {
@@ -97,7 +105,14 @@ impl GuardianHandle {
             Ok(Some(status)) => return Some(format!("the guardian exited ({status}); disarming")),
             Err(e) => return Some(format!("the guardian cannot be waited for ({e}); disarming")),
         }
-        self.beat_is_stale().then(|| {
+        if !self.beat_is_stale() {
+            self.stale_since = None;
+            return None;
+        }
+        // A stale beat read once may be the whole machine's stall (a starved VM froze the core too): a
+        // live guardian beats again within milliseconds of running, a stopped or hung one does not.
+        let first = *self.stale_since.get_or_insert_with(std::time::Instant::now);
+        (first.elapsed() >= GUARDIAN_STALE_CONFIRM).then(|| {
             format!(
                 "the guardian's heartbeat is {} ms old (stopped or hung); disarming",
                 self.beat_age_us() / 1000
