@@ -57,6 +57,20 @@ fn map_and_wait(x: &X11, win: Window) {
     std::thread::sleep(Duration::from_millis(200));
 }
 
+/// Map `dialog` as a dialog of `main` (`WM_TRANSIENT_FOR`), as toolkits do, and wait for it.
+fn map_transient(x: &X11, dialog: Window, main: Window) {
+    x.conn
+        .change_property32(
+            PropMode::REPLACE,
+            dialog,
+            AtomEnum::WM_TRANSIENT_FOR,
+            AtomEnum::WINDOW,
+            &[main],
+        )
+        .unwrap();
+    map_and_wait(x, dialog);
+}
+
 fn pixel_at(data: &[u8], width: u32, x: i32, y: i32) -> u32 {
     let i = (y as usize * width as usize + x as usize) * 4;
     // BGRX
@@ -100,16 +114,7 @@ fn capture_composes_the_games_popup_and_dialog_and_never_another_clients_window(
         BLUE,
         false,
     );
-    game.conn
-        .change_property32(
-            PropMode::REPLACE,
-            dialog,
-            AtomEnum::WM_TRANSIENT_FOR,
-            AtomEnum::WINDOW,
-            &[main],
-        )
-        .unwrap();
-    map_and_wait(&game, dialog);
+    map_transient(&game, dialog, main);
     // Another client's window, stacked above everything, overlapping the game.
     let foreign = window(
         &other,
@@ -251,16 +256,7 @@ fn a_dialog_placed_away_from_the_game_is_moved_over_it_by_the_window_manager() {
     let main = window(&game, (10, 10, 300, 200), RED, false);
     map_and_wait(&game, main);
     let dialog = window(&game, (0, 0, 80, 50), BLUE, false);
-    game.conn
-        .change_property32(
-            PropMode::REPLACE,
-            dialog,
-            AtomEnum::WM_TRANSIENT_FOR,
-            AtomEnum::WINDOW,
-            &[main],
-        )
-        .unwrap();
-    map_and_wait(&game, dialog);
+    map_transient(&game, dialog, main);
     // The game's dialog ends up far from its window (as sgt-mines' "Custom…" does under openbox).
     game.conn
         .configure_window(
