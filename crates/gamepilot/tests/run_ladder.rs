@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{run_command, RunSpec};
+use common::{mark_with, run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -124,16 +124,6 @@ fn brief(req: &ChatRequest) -> Reply {
     Reply::json(&json!({"points": [{"text": "Choose Play, then collect a coin.", "sources": [source]}]}))
 }
 
-/// The mark labelled `label` in a tactical prompt's current observation.
-fn mark_of(prompt: &str, label: &str) -> Option<u64> {
-    let quoted = format!("\"{label}\"");
-    gamepilot_context::tail::current_listing(prompt)
-        .iter()
-        .flat_map(|block| block.lines().map(str::to_string).collect::<Vec<_>>())
-        .find(|l| l.starts_with('[') && l.contains(&quoted))
-        .and_then(|l| l[1..].split(']').next().and_then(|n| n.parse().ok()))
-}
-
 #[test]
 fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
     // FR-LOOP-006 (the ladder, in order), FR-SKILL-003 (the planner's question, user bounds),
@@ -155,7 +145,7 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
         }
         let prompt = req.prompt_text();
         if !opened_h.load(Ordering::SeqCst) {
-            if let Some(mark) = mark_of(&prompt, "Options") {
+            if let Some(mark) = mark_with(&prompt, "Options", "") {
                 opened_h.store(true, Ordering::SeqCst);
                 return Reply::json(&json!({"action": "click_mark", "mark": mark}));
             }

@@ -162,6 +162,14 @@ pub fn detach_session() -> Result<u32, GuardianError> {
 /// heartbeat goes stale).
 pub const GUARDIAN_NICE: i32 = -5;
 
+/// Make the calling process the guardian process: its own session ([`detach_session`]), and scheduled
+/// ahead of the game and the core where the system allows it ([`raise_priority`]). Returns the session id.
+pub fn enter_guardian_process() -> Result<u32, GuardianError> {
+    let sid = detach_session()?;
+    raise_priority();
+    Ok(sid)
+}
+
 /// Raise the calling process's scheduling priority to [`GUARDIAN_NICE`] where the system allows it (root
 /// or CAP_SYS_NICE); elsewhere it keeps its priority. Returns whether it was raised.
 pub fn raise_priority() -> bool {

@@ -8,7 +8,7 @@
 
 use anyhow::Context as _;
 use gamepilot_core::Chord;
-use gamepilot_guardian::{detach_session, Guardian, GuardianOptions, GuardianSignals, SharedState};
+use gamepilot_guardian::{enter_guardian_process, Guardian, GuardianOptions, GuardianSignals, SharedState};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -40,8 +40,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     // Signals first: from here on a Ctrl+C or Ctrl+Z meant for the core cannot stop the guardian.
     let signals = GuardianSignals::install().context("installing the guardian's signal dispositions")?;
-    detach_session().context("moving the guardian into its own session")?;
-    gamepilot_guardian::raise_priority();
+    enter_guardian_process().context("moving the guardian into its own session")?;
     let shm = match (args.shm_fd, &args.shm) {
         (Some(fd), _) => SharedState::open_fd(fd)?,
         (None, Some(p)) => SharedState::open_path(p)?,
