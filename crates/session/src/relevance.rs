@@ -117,28 +117,20 @@ impl FocusText {
 pub fn model_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel>) -> Vec<ElementId> {
     // What the game shows on top (an open menu, a dialog) is what a person reads first, then where a
     // menu's cursor rests.
-    let order = focus_order(obs, focus, avatar);
-    let mut out: Vec<ElementId> = Vec::new();
-    for lead in [|e: &Element| e.layer.is_some(), |e: &Element| e.selected] {
-        let leads = |id: &ElementId| obs.element(*id).is_some_and(lead);
-        let first: Vec<ElementId> = order
-            .iter()
-            .copied()
-            .filter(leads)
-            .chain(obs.elements.iter().filter(|e| lead(e)).map(|e| e.id))
-            .collect();
-        for id in first {
-            if !out.contains(&id) {
-                out.push(id);
-            }
-        }
-    }
-    out.extend(
-        order
-            .into_iter()
-            .filter(|id| !out.contains(id))
-            .collect::<Vec<_>>(),
-    );
+    let mut out = focus_order(obs, focus, avatar);
+    let leading = |e: &Element| e.layer.is_some() || e.selected;
+    let more: Vec<ElementId> = obs
+        .elements
+        .iter()
+        .filter(|e| leading(e) && !out.contains(&e.id))
+        .map(|e| e.id)
+        .collect();
+    out.extend(more);
+    out.sort_by_key(|id| match obs.element(*id) {
+        Some(e) if e.layer.is_some() => 0,
+        Some(e) if e.selected => 1,
+        _ => 2,
+    });
     out
 }
 
