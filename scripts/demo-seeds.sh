@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs `gamepilot demo` on game seeds 1..N (default 5) and prints how many reached the goal (`coins >= 1`)
-# within the demo's 120 s, with nothing held afterwards (issue 16's demo figure). Needs a built workspace
+# within the demo's 120 s, with nothing held afterwards (README.md's demo figure). Needs a built workspace
 # and the model cache (scripts/setup-llama.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write corpus/decisions.json (issue 16): one decision point per labelled click target of
+"""Write corpus/decisions.json: one decision point per labelled click target of
 corpus/labels.json — each named button, menu-bar item and puzzle-grid cell — with the goal a tactical
 call is given there and the box a right click lands in. Rerun after labels.json changes:
     python3 scripts/make-decisions.py

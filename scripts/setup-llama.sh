@@ -25,8 +25,8 @@ QWEN_PKG_VERSION="0.9.0"
 QWEN_PARTS=6
 QWEN_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-# What the agent loads: the same weights requantized to Q8_0 by llama-quantize from the build above (issue 16
-# item 3: on 2 CPU cores a Q8_0 matrix product of a few tokens — the tactical tail, a speculative draft's
+# What the agent loads: the same weights requantized to Q8_0 by llama-quantize from the build above
+# (on 2 CPU cores a Q8_0 matrix product of a few tokens — the tactical tail, a speculative draft's
 # check — runs faster than Q4_K's, and Q8_0 holds every Q4_K value almost exactly; eval scored it 17/38
 # against the Q4_K_M's 16/38, docs/models.md). Requantization is deterministic: the result is verified too.
 QWEN_Q8_FILE="qwen2.5-coder-0.5b-instruct-q8_0.gguf"

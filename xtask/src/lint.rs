@@ -1,4 +1,5 @@
-//! The structural lints: single input call site, dependency firewall, recordings write-only, file docs.
+//! The structural lints: single input call site, dependency firewall, recordings write-only, file docs,
+//! binary = wiring, and comments that say why rather than which issue.
 
 use anyhow::Context as _;
 use std::path::Path;
@@ -48,9 +49,11 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     dependency_firewall(root, &mut failures)?;
     recordings_write_only(root, &mut failures)?;
     binary_is_wiring(root, &mut failures)?;
+    no_issue_numbers(root, &mut failures)?;
+    one_definition_per_concept(root, &mut failures)?;
     if failures.is_empty() {
         println!(
-            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, binary = wiring)"
+            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, binary = wiring, no issue numbers in comments, one definition per concept)"
         );
         Ok(0)
     } else {
@@ -117,11 +120,11 @@ const DECISION_INTERNALS: &[&str] = &[
 /// decisions), and the largest the binary may be.
 const WIRING_DIRS: &[&str] = &["crates/gamepilot/src/agent", "crates/runtime/src"];
 const BINARY_SRC: &str = "crates/gamepilot/src";
-/// Issue 12: under 4,000. The session core took the loop decisions out and `gamepilot-runtime` the threads
+/// Under 4,000. The session core took the loop decisions out and `gamepilot-runtime` the threads
 /// (reflex driver, cadence workers): 7,420 → 3,812 lines of non-test code.
 const BINARY_MAX_LINES: usize = 3999;
 
-/// Issue 12: `crates/gamepilot/src/agent/` and `crates/runtime` hold no loop decisions (only the
+/// `crates/gamepilot/src/agent/` and `crates/runtime` hold no loop decisions (only the
 /// session's API), and the binary's non-test code stays under its size bound.
 fn binary_is_wiring(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
     for f in WIRING_DIRS.iter().flat_map(|d| crate::rust_files(&root.join(d))) {
@@ -152,11 +155,147 @@ fn binary_is_wiring(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<(
     Ok(())
 }
 
+/// The practice game is a separate program with its own model of its world; its types are not the agent's.
+const OWN_VOCABULARY: &[&str] = &["crates/practice-arena/"];
+
+/// Names that once stood for a concept the shared vocabulary now names (`gamepilot_core::vocabulary`,
+/// `gamepilot_executor::ActionEnd`): a type of one of these names anywhere is a second definition coming
+/// back, with the lossy mapper it needs.
+const RETIRED_NAMES: &[&str] = &["InterlockKind", "FrameState", "FrameClass", "ReportKind"];
+
+/// The public type names a type definition on `line` introduces (`pub struct X`, `pub enum X`,
+/// `pub type X`, `pub trait X`), if any.
+fn defined_type(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("pub ")?;
+    let rest = ["struct ", "enum ", "type ", "trait "]
+        .iter()
+        .find_map(|k| rest.strip_prefix(k))?;
+    let name_end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let name = &rest[..name_end];
+    name.starts_with(|c: char| c.is_ascii_uppercase()).then_some(name)
+}
+
+/// One type per concept: a public type name is defined in one place across the agent's crates, so two
+/// look-alike types joined by a hand-written mapper cannot be merged; and the retired names of concepts
+/// the shared vocabulary owns are defined nowhere (the binary included).
+fn one_definition_per_concept(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for f in crate::rust_files(&root.join("crates")) {
+        let r = rel(root, &f);
+        let in_src = r.split('/').nth(2) == Some("src");
+        if !in_src || OWN_VOCABULARY.iter().any(|o| r.starts_with(o)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
+        let binary = r.starts_with(BINARY_SRC);
+        for (i, line) in non_test_lines(&text) {
+            let Some(name) = defined_type(line) else { continue };
+            let at = format!("{r}:{}", i + 1);
+            if RETIRED_NAMES.contains(&name) {
+                failures.push(format!(
+                    "{at}: defines {name}, a retired name of a concept the shared vocabulary owns (gamepilot_core::vocabulary, gamepilot_executor): use that type"
+                ));
+            }
+            // The binary's command-line argument structs are its own; the crates' types are shared.
+            if !binary {
+                seen.entry(name.to_string()).or_default().push(at);
+            }
+        }
+    }
+    for (name, places) in seen.iter().filter(|(_, p)| p.len() > 1) {
+        failures.push(format!(
+            "{name} is defined {} times ({}): one type per concept; use the one definition, or name different concepts differently",
+            places.len(),
+            places.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 /// The lines of a file before its first `#[cfg(test)]`, numbered.
 fn non_test_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.lines()
         .enumerate()
         .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+}
+
+/// Comments say what and why, not which issue asked for it: an issue number in a comment is history that
+/// the code's reader cannot use and the tracker may not keep. Requirement ids stay: they are the spec's,
+/// and `cargo xtask trace` reads them.
+fn no_issue_numbers(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    for dir in ["crates", "xtask", "fuzz"] {
+        for f in crate::rust_files(&root.join(dir)) {
+            let r = rel(root, &f);
+            let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let Some(comment) = comment_of(line) else { continue };
+                let next = lines.get(i + 1).and_then(|l| comment_of(l)).unwrap_or("");
+                if let Some(cited) = issue_citation(comment, next) {
+                    failures.push(format!(
+                        "{r}:{}: comment cites an issue ({cited}): say what the code does and why instead (requirement ids are fine)",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The text after a line's `//` comment marker (`///` and `//!` included), ignoring `//` inside a string
+/// literal on the same line.
+fn comment_of(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let mut in_str = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if in_str => i += 1,
+            b'"' => in_str = !in_str,
+            b'\'' if !in_str && b[i..].starts_with(b"'\"'") => i += 2,
+            b'\'' if !in_str && b[i..].starts_with(b"'\\\"'") => i += 3,
+            b'/' if !in_str && b.get(i + 1) == Some(&b'/') => {
+                let rest = line.get(i + 2..)?;
+                return Some(rest.strip_prefix(|c: char| c == '/' || c == '!').unwrap_or(rest));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// An issue number cited in `comment` (the word `issue` or `issues`, then a number, `#` optional), where
+/// the number may open the `next` comment line when the citation is wrapped.
+fn issue_citation(comment: &str, next: &str) -> Option<String> {
+    let lower = comment.to_ascii_lowercase();
+    let b = lower.as_bytes();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("issue").map(|k| k + from) {
+        from = at + 5;
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_') {
+            continue;
+        }
+        let mut j = at + 5;
+        if b.get(j) == Some(&b's') {
+            j += 1;
+        }
+        let after = &lower[j..];
+        let trimmed = after.trim_start();
+        let wrapped = trimmed.is_empty();
+        let number = if wrapped { next.trim_start() } else { trimmed };
+        // The word, then a space or `#` (or the line's end): "issues" alone or "issue12" is not a citation.
+        let separated = wrapped || after.len() != trimmed.len() || trimmed.starts_with('#');
+        let digits = number.strip_prefix('#').unwrap_or(number).trim_start();
+        if separated && digits.starts_with(|c: char| c.is_ascii_digit()) {
+            let n: String = digits.chars().take_while(char::is_ascii_digit).collect();
+            return Some(format!("{} {n}", &comment[at..j]));
+        }
+    }
+    None
 }
 
 /// Every Rust file starts with a `//!` line saying what it is for.
@@ -263,6 +402,23 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_type_definition_is_recognised_by_its_name() {
+        assert_eq!(defined_type("pub enum Verdict {"), Some("Verdict"));
+        assert_eq!(
+            defined_type("    pub struct ActionId(pub u64);"),
+            Some("ActionId")
+        );
+        assert_eq!(
+            defined_type("pub type Result<T> = std::result::Result<T, E>;"),
+            Some("Result")
+        );
+        assert_eq!(defined_type("pub trait TemplateAtlas {"), Some("TemplateAtlas"));
+        assert_eq!(defined_type("pub fn verdict() {}"), None);
+        assert_eq!(defined_type("pub(crate) struct Hidden;"), None);
+        assert_eq!(defined_type("// pub enum Commented"), None);
+    }
+
     use super::*;
 
     fn write(root: &Path, rel: &str, text: &str) {
@@ -309,6 +465,45 @@ mod tests {
         file_docs(&dir, &mut failures).unwrap();
         assert_eq!(failures.len(), 1, "{failures:?}");
         assert!(failures[0].contains("crates/b/src/lib.rs"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_comment_citing_an_issue_number_fails_the_lint() {
+        let dir = std::env::temp_dir().join(format!("gp-lint-issue-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let clean = concat!(
+            "//! Says why; the issued command 5 times; issues are history.\n",
+            "fn f() { let s = \"see ISSUE 12\"; let u = \"http://x/ISSUE 3\"; let q = '\"'; } // fine\n",
+        );
+        write(&dir, "crates/a/src/lib.rs", clean);
+        let mut failures = Vec::new();
+        no_issue_numbers(&dir, &mut failures).unwrap();
+        assert!(failures.is_empty(), "{failures:?}");
+        let cited = concat!(
+            "//! ISSUE #4: the doc line\n",
+            "/// Held keys (ISSUES 7 and 9).\n",
+            "fn g() {} // since IsSuE 12\n",
+            "// the skill, issue\n",
+            "// 16): wrapped\n",
+        );
+        write(&dir, "xtask/src/cited.rs", cited);
+        no_issue_numbers(&dir, &mut failures).unwrap();
+        let lines: Vec<&str> = failures
+            .iter()
+            .map(|f| f.split(": comment").next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "xtask/src/cited.rs:1",
+                "xtask/src/cited.rs:2",
+                "xtask/src/cited.rs:3",
+                "xtask/src/cited.rs:4"
+            ],
+            "{failures:?}"
+        );
+        assert!(failures[1].contains("(ISSUES 7)"), "{failures:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

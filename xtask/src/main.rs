@@ -1,6 +1,7 @@
 //! Structural checks run by CI: `cargo xtask lint` (single input call site FR-ACT-008, logic crates'
-//! dependency firewall, recordings never read by agent crates INV-CTX-002, `//!` docs on every file)
-//! and `cargo xtask trace` (every requirement id with the tests that cite it).
+//! dependency firewall, recordings never read by agent crates INV-CTX-002, `//!` docs on every file,
+//! binary = wiring, no issue numbers in comments) and `cargo xtask trace` (every requirement id with the
+//! tests that cite it; `cargo xtask trace ID` for one id's summary, spec text, code, tests and docs).
 
 mod lint;
 mod trace;
@@ -19,7 +20,7 @@ fn main() {
         Some("lint") => lint::run(&root),
         Some("trace") => trace::run(&root, &args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask lint | cargo xtask trace [--missing] [--spec DIR]");
+            eprintln!("usage: cargo xtask lint | cargo xtask trace [--missing] [--spec DIR] [ID…]");
             std::process::exit(2);
         }
     };

@@ -91,7 +91,7 @@ fn worker_loop(config: A11yConfig, rx: Receiver<Request>, latest: Slot, done: Ar
         }
         let start = Instant::now();
         // A probe that panics loses that probe, not the worker: it is reported as this request's error and
-        // the connection is rebuilt on the next one (restarting is safe: it holds no input, issue 14).
+        // the connection is rebuilt on the next one (restarting is safe: it holds no input).
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match prober.as_mut() {
             Some(p) => p.probe(&req.target, start),
             None => match Prober::connect(&config, start + config.limits.timeout) {

@@ -3,7 +3,7 @@
 
 use crate::history::{HistoryEntry, ObservationText};
 use crate::notes::{NoteBlock, NoteCap, NoteOutcome, NoteSkill};
-use crate::plan::Plan;
+use crate::plan::PlanBlock;
 use crate::prompt::{Block, Cadence, ImagePart, Message, Part, Prompt, Role};
 use crate::research::neutralise_untrusted;
 use crate::research::ResearchExcerpt;
@@ -112,7 +112,7 @@ When the plan fails for want of a fact about the game, write one short web-searc
     format!("{role}\n\nTools:\n{}\n{examples}\n{SAFETY}", tools.describe())
 }
 
-/// Worked examples for the tactical cadence, in the invariant prefix (issue 16 item 2: a small model
+/// Worked examples for the tactical cadence, in the invariant prefix (a small model
 /// copies a pattern far more reliably than it follows a rule, and the prefix cache makes them free after
 /// the first call): the element the subgoal names is the answer, whatever else the list holds.
 fn tactical_examples(tools: &ToolSet) -> String {
@@ -139,12 +139,12 @@ Reply: {\"action\":\"move_to\",\"mark\":21}\n",
 /// number alone never makes a prompt large enough to compact; a tactical call a second would keep 3 600
 /// an hour. Past this bound the oldest half is folded into the history summary (the same deterministic
 /// [`summarise_history`](crate::compaction::summarise_history) compaction uses, within
-/// [`MAX_HISTORY_SUMMARY_BYTES`](crate::compaction::MAX_HISTORY_SUMMARY_BYTES)), issue 14.
+/// [`MAX_HISTORY_SUMMARY_BYTES`](crate::compaction::MAX_HISTORY_SUMMARY_BYTES)).
 pub const MAX_HISTORY_ENTRIES: usize = 512;
 
 /// Research excerpts kept between compactions. Past it, the oldest excerpt no decision used is dropped
 /// (the oldest of all when every one was used), counted by [`Context::research_dropped`]. Sixteen is
-/// eight quick lookups (two sources each) or three deep ones (five each), issue 14.
+/// eight quick lookups (two sources each) or three deep ones (five each).
 pub const MAX_RESEARCH_EXCERPTS: usize = 16;
 
 /// First history entry shown when `len` entries exist and a prompt shows at least `n`: the window
@@ -167,7 +167,7 @@ pub struct Context {
     goal_text: String,
     pub(crate) notes: NoteBlock,
     pub(crate) research: Vec<ResearchExcerpt>,
-    pub(crate) plan: Plan,
+    pub(crate) plan: PlanBlock,
     pub(crate) history_summary: Option<String>,
     pub(crate) history: Vec<HistoryEntry>,
     pub(crate) past_observations: VecDeque<ObservationText>,
@@ -198,7 +198,7 @@ impl Context {
             start,
             notes: NoteBlock::default(),
             research: Vec::new(),
-            plan: Plan::default(),
+            plan: PlanBlock::default(),
             history_summary: None,
             history: Vec::new(),
             past_observations: VecDeque::new(),
@@ -231,7 +231,7 @@ impl Context {
         &self.research
     }
 
-    pub fn plan(&self) -> &Plan {
+    pub fn plan(&self) -> &PlanBlock {
         &self.plan
     }
 
@@ -285,7 +285,7 @@ impl Context {
         Ok(())
     }
 
-    pub fn set_plan(&mut self, plan: Plan) {
+    pub fn set_plan(&mut self, plan: PlanBlock) {
         self.plan = plan;
     }
 
@@ -523,7 +523,7 @@ impl Context {
             }
         }
         let ms = current.at.as_millis().saturating_sub(self.start.as_millis());
-        // Screen text (OCR) is untrusted: it cannot open or close a delimited block either (issue 14).
+        // Screen text (OCR) is untrusted: it cannot open or close a delimited block either.
         out.push_str(&format!(
             "Current observation [t+{}.{:03}s]:\n{}",
             ms / 1000,
@@ -579,7 +579,7 @@ mod tests {
             )
             .unwrap(),
         );
-        c.set_plan(Plan {
+        c.set_plan(PlanBlock {
             steps: vec![
                 PlanStep::new("Walk right to the door", StepStatus::Active),
                 PlanStep::new("Open the door", StepStatus::Pending),
@@ -871,7 +871,7 @@ mod tests {
 
     #[test]
     fn screen_text_cannot_close_or_forge_an_untrusted_block() {
-        // issue 14, FR-SKILL-005: OCR-sourced text never closes (or forges) an untrusted block
+        // FR-SKILL-005: OCR-sourced text never closes (or forges) an untrusted block
         let mut c = ctx();
         c.end_tick(obs(
             5,
@@ -905,7 +905,7 @@ mod tests {
 
     #[test]
     fn history_stays_bounded_over_an_hour_of_actions_and_folds_into_the_summary() {
-        // FR-CTX-003, FR-CTX-004, issue 14 item 5: ten actions a second for an hour, no compaction.
+        // FR-CTX-003, FR-CTX-004: ten actions a second for an hour, no compaction.
         let mut c = ctx();
         let mut widest = 0;
         for i in 0..36_000u64 {
@@ -940,7 +940,7 @@ mod tests {
 
     #[test]
     fn research_excerpts_are_bounded_dropping_the_oldest_unused_first() {
-        // FR-SKILL-005, FR-CTX-004, issue 14 item 5
+        // FR-SKILL-005, FR-CTX-004
         let mut c = ctx(); // holds one excerpt already
         c.mark_research_used(0, "The exit is on the right").unwrap();
         for i in 0..40 {
@@ -973,7 +973,7 @@ mod tests {
 
     #[test]
     fn past_observations_keep_only_the_configured_number() {
-        // FR-CTX-003, issue 14 item 5: one observation a tick for an hour at 10 Hz
+        // FR-CTX-003: one observation a tick for an hour at 10 Hz
         let mut c = ctx();
         let max = c.config().max_past_observations;
         for i in 0..36_000u64 {
@@ -1039,7 +1039,7 @@ mod tests {
         let mut c = ctx();
         let (_, tail) = c.assemble_tactical(&obs(4_000, SCENE_A), None);
         c.commit_tactical(tail);
-        c.set_plan(Plan {
+        c.set_plan(PlanBlock {
             steps: vec![PlanStep::new("Press Play", StepStatus::Active)],
             subgoal: Some("Press Play".into()),
         });

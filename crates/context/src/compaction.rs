@@ -78,7 +78,7 @@ pub fn summarise_history(previous: Option<&str>, entries: &[HistoryEntry]) -> St
 
 /// Longest history summary kept, in bytes (about 300 tokens at 4 bytes a token). Every compaction and
 /// every history fold appends to the summary, so over an hour it would only grow; past the bound its
-/// oldest parts are cut (at a sentence boundary, marked with a leading "…"), issue 14. Lasting facts
+/// oldest parts are cut (at a sentence boundary, marked with a leading "…"). Lasting facts
 /// belong in the note block, which compaction keeps whole.
 pub const MAX_HISTORY_SUMMARY_BYTES: usize = 1200;
 
@@ -178,7 +178,7 @@ impl Context {
 mod tests {
     use super::*;
     use crate::history::ObservationText;
-    use crate::plan::{Plan, PlanStep, StepStatus};
+    use crate::plan::{PlanBlock, PlanStep, StepStatus};
     use crate::prompt::{Block, Cadence};
     use crate::schema::ToolSet;
     use crate::ContextConfig;
@@ -211,7 +211,7 @@ mod tests {
         );
         c.mark_research_used(0, "The exit is behind the waterfall")
             .unwrap();
-        c.set_plan(Plan {
+        c.set_plan(PlanBlock {
             steps: vec![
                 PlanStep::new("Find the key", StepStatus::Done),
                 PlanStep::new("Open the gate", StepStatus::Done),
@@ -353,7 +353,7 @@ mod tests {
 
     #[test]
     fn the_history_summary_is_bounded_across_compactions() {
-        // FR-CTX-004, issue 14 item 5: every compaction appends to the summary; it keeps its newest part.
+        // FR-CTX-004: every compaction appends to the summary; it keeps its newest part.
         let mut c = busy_context();
         for round in 0..200u64 {
             for i in 0..5u64 {

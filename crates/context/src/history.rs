@@ -23,7 +23,7 @@ impl HistoryEntry {
     }
 
     /// `click_mark mark=12 -> confirmed`: the action in [`brief_action`]'s words, for the tactical
-    /// tail, where every token is evaluated anew on each call (issue 16 item 3).
+    /// tail, where every token is evaluated anew on each call.
     pub fn brief(&self) -> String {
         format!("{} -> {}", brief_action(&self.action), self.outcome)
     }
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_tool_call_is_told_briefly_and_anything_else_unchanged() {
-        // FR-CTX-002 (issue 16 item 3): the tail's action lines cost fewer tokens than the JSON
+        // FR-CTX-002: the tail's action lines cost fewer tokens than the JSON
         let e = HistoryEntry::new(
             MonoTime::from_millis(0),
             r#"{"action":"hold_key","key":"d","duration_ms":300}"#,

@@ -25,7 +25,7 @@ pub use assemble::{Context, ContextConfig};
 pub use compaction::{CompactionEvent, CompactionInput};
 pub use history::{HistoryEntry, ObservationText};
 pub use notes::{NoteBlock, NoteCap, NoteOutcome, NoteSkill};
-pub use plan::{Plan, PlanStep, StepStatus};
+pub use plan::{PlanBlock, PlanStep, StepStatus};
 pub use prompt::{Block, Cadence, ImagePart, Message, Part, Prompt, Role};
 pub use research::{neutralise_untrusted, ResearchExcerpt};
 pub use schema::{

@@ -28,12 +28,12 @@ impl PlanStep {
 
 /// The plan: ordered steps and the subgoal being pursued now.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Plan {
+pub struct PlanBlock {
     pub steps: Vec<PlanStep>,
     pub subgoal: Option<String>,
 }
 
-impl Plan {
+impl PlanBlock {
     pub fn render(&self) -> String {
         let mut out = String::from("Plan:\n");
         if self.steps.is_empty() {
@@ -56,7 +56,7 @@ impl Plan {
     }
 
     /// Compaction: completed (and abandoned) steps collapse into one leading line.
-    pub fn collapsed(&self) -> Plan {
+    pub fn collapsed(&self) -> PlanBlock {
         let finished: Vec<&str> = self
             .steps
             .iter()
@@ -76,7 +76,7 @@ impl Plan {
                 .filter(|s| !matches!(s.status, StepStatus::Done | StepStatus::Abandoned))
                 .cloned(),
         );
-        Plan {
+        PlanBlock {
             steps,
             subgoal: self.subgoal.clone(),
         }

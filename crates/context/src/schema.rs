@@ -28,7 +28,7 @@ pub enum Tool {
     Wait,
     Note,
     /// Walk the avatar to a marked element: the reflex steers with the direction keys self-identification
-    /// learned (issue 16 item 4); offered only once the session knows its avatar.
+    /// learned; offered only once the session knows its avatar.
     MoveTo,
 }
 
@@ -176,7 +176,7 @@ pub fn tactical_schema(
     tactical_schema_in(tools, marks, &CoordSpace::capture(capture), limits)
 }
 
-/// [`tactical_schema`] with coordinates in the model's convention (issue 15): pixels of the sent image,
+/// [`tactical_schema`] with coordinates in the model's convention: pixels of the sent image,
 /// 0–1000, or fractions 0–1 (numbers), bounded by that space.
 pub fn tactical_schema_in(
     tools: &ToolSet,
@@ -188,7 +188,7 @@ pub fn tactical_schema_in(
 }
 
 /// [`tactical_schema_in`] where `move_to` may name only `targets` (places in the world: not the HUD,
-/// not the avatar itself, issue 16); no `move_to` branch when there is none.
+/// not the avatar itself); no `move_to` branch when there is none.
 pub fn tactical_schema_with_targets(
     tools: &ToolSet,
     marks: &[ElementId],
@@ -374,7 +374,7 @@ pub enum TacticalReply {
     ClickMark { mark: ElementId, button: MouseButton },
     /// The note skill.
     Note { text: String },
-    /// Walk the avatar to the element with this mark (steered by the reflex, issue 16 item 4).
+    /// Walk the avatar to the element with this mark (steered by the reflex).
     MoveTo { mark: ElementId },
 }
 
@@ -385,7 +385,7 @@ impl TacticalReply {
         TacticalReply::convert(value)
     }
 
-    /// [`TacticalReply::parse`] for a reply in `space`'s convention (issue 15): validated as the model
+    /// [`TacticalReply::parse`] for a reply in `space`'s convention: validated as the model
     /// answered, then its points mapped into capture pixels (INV-GND-002: the transform chain takes them on).
     pub fn parse_in(
         value: &Value,
@@ -770,7 +770,7 @@ mod tests {
 
     #[test]
     fn a_reply_in_the_models_convention_lands_on_the_same_capture_point() {
-        // issue 15, INV-GND-002: image pixels, 0–1000 and fractions bound the schema and map back
+        // INV-GND-002: image pixels, 0–1000 and fractions bound the schema and map back
         use gamepilot_core::CoordConvention as C;
         let tools = ToolSet::new(&[Tool::Click, Tool::Wait]).unwrap();
         let (image, capture) = (Size::new(512, 288), Size::new(1280, 720));

@@ -1,4 +1,4 @@
-//! The tactical prompt's append-only tail (FR-CTX-001, FR-CTX-002, issue 16 item 3): between two
+//! The tactical prompt's append-only tail (FR-CTX-001, FR-CTX-002): between two
 //! baselines each tactical prompt is the previous one with lines appended, so the host's prefix cache
 //! serves everything but the new lines.
 //!

@@ -135,8 +135,8 @@ pub enum Action {
     },
     /// Do nothing for `duration_ms` (holds the next script line back).
     Wait { duration_ms: u64 },
-    /// Steer the avatar with four direction keys for at most `duration_ms` (the `move_to` skill, issue
-    /// 16): the executor holds, each tick, whichever of these keys the reflex's steering controller
+    /// Steer the avatar with four direction keys for at most `duration_ms` (the `move_to` skill):
+    /// the executor holds, each tick, whichever of these keys the reflex's steering controller
     /// wants, never any other, and ends the action when the controller says it arrived or gave up.
     Steer {
         up: String,

@@ -1,4 +1,4 @@
-//! The coordinates a model answers in (issue 15, FR-GND-001, INV-GND-002): each vision-model family was
+//! The coordinates a model answers in (FR-GND-001, INV-GND-002): each vision-model family was
 //! trained on one convention — absolute pixels of the image it was sent (Qwen2.5-VL), 0–1000 normalised
 //! (UI-TARS, Qwen2-VL, CogAgent) or, for families without a trained convention, fractions 0–1 of the image —
 //! and a text-only model reads the observation's capture pixels. A [`CoordSpace`] maps a reply's point back
@@ -251,7 +251,7 @@ impl CoordSpace {
 mod tests {
     use super::*;
 
-    // issue 15, INV-GND-002: every convention maps a point there and back within one capture pixel
+    // INV-GND-002: every convention maps a point there and back within one capture pixel
     #[test]
     fn each_convention_round_trips_a_capture_point() {
         let capture = Size::new(1280, 720);
@@ -294,7 +294,7 @@ mod tests {
         );
     }
 
-    // issue 15: the family from a model's name, and its convention
+    // The family from a model's name, and its convention
     #[test]
     fn families_are_detected_from_model_names() {
         for (name, fam) in [

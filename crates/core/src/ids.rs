@@ -23,3 +23,15 @@ impl fmt::Display for ElementId {
         write!(f, "{}", self.0)
     }
 }
+
+/// One action from its proposal through execution and verification: the executor, the grounding's
+/// verifier, the session and the recording all name an action by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ActionId(pub u64);
+
+impl fmt::Display for ActionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}

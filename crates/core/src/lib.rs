@@ -10,12 +10,14 @@ pub mod ids;
 pub mod keys;
 pub mod time;
 pub mod transform;
+pub mod vocabulary;
 
 pub use action::{Action, InputEvent, Intention, MouseButton};
 pub use coords::{CoordConvention, CoordSpace, ModelFamily};
 pub use frame::{Frame, FrameView, LayerRegion, PixelFormat, WindowLayer};
 pub use geometry::{Point, Rect, Size};
-pub use ids::{ElementId, SubgoalId};
+pub use ids::{ActionId, ElementId, SubgoalId};
 pub use keys::{Chord, KeyError, Keysym};
 pub use time::MonoTime;
 pub use transform::{ScreenPoint, TransformChain, TransformError};
+pub use vocabulary::{FrameChange, FrameHealth, FrameProblem, HaltCause, Interlock, Verdict, Worker};

@@ -4,7 +4,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use gamepilot_core::action::Intention;
 use gamepilot_core::{MonoTime, Point, Size, TransformChain};
-use gamepilot_executor::{Context, Executor, ExecutorConfig, TickInput};
+use gamepilot_executor::{Executor, ExecutorConfig, SubmitContext, TickInput};
 
 fn eight_sustained() -> Executor {
     let mut ex = Executor::new(ExecutorConfig {
@@ -12,7 +12,7 @@ fn eight_sustained() -> Executor {
         ..Default::default()
     });
     let chain = TransformChain::new(Point::new(0, 0), Size::new(1280, 720));
-    let ctx = Context {
+    let ctx = SubmitContext {
         now: MonoTime::ZERO,
         foreground: true,
         chain: Some(chain),

@@ -3,19 +3,19 @@
 //! emit and publish the held set. Pure: time, focus and geometry come in as values; events go out.
 
 use crate::config::{normalize, ExecutorConfig};
-use crate::held::{ActionId, Held, HeldRecord, Input};
+use crate::held::{ActionId, Held, HeldInput, HeldRecord};
 use crate::motion::{CameraStepper, PointerPath, Timing};
 use gamepilot_core::action::{Action, InputEvent, Intention};
 use gamepilot_core::{Chord, Keysym, MonoTime, Point, SubgoalId, TransformChain};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
 /// Why an action was refused before any input (FR-ACT-006). Reported back to the model as structured data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RejectReason {
     UnknownKey {
@@ -72,6 +72,10 @@ pub enum RejectReason {
     },
     /// A camera turn in degrees with no camera calibration this session (FR-ACT-004).
     CameraNotCalibrated,
+    /// The caller named the action with the id of one still running.
+    DuplicateId {
+        id: ActionId,
+    },
 }
 
 impl fmt::Display for RejectReason {
@@ -106,12 +110,13 @@ impl fmt::Display for RejectReason {
             NothingToDo => write!(f, "the action does nothing"),
             StaleGeneration { grounded, current } => write!(
                 f,
-                "grounded in window geometry generation {grounded}, but the window has changed since (now {current}); observe again"
+                "the window moved since the action was grounded (generation {grounded}, now {current}); observe again"
             ),
             CameraNotCalibrated => write!(
                 f,
                 "a camera turn in degrees needs a camera calibration (run with --calibrate-camera); none this session"
             ),
+            DuplicateId { id } => write!(f, "action {id} is still running"),
         }
     }
 }
@@ -131,7 +136,7 @@ impl fmt::Display for Rejection {
 }
 
 /// Why active actions were cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CancelReason {
     /// Its subgoal was abandoned (selective cancellation).
@@ -142,10 +147,10 @@ pub enum CancelReason {
     BudgetSpent,
 }
 
-/// What happened to an accepted action during a tick.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// How an accepted action ended: the executor reports it, the session judges by it, the recording keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ReportKind {
+pub enum ActionEnd {
     Finished,
     Cancelled {
         reason: CancelReason,
@@ -161,13 +166,32 @@ pub enum ReportKind {
     },
 }
 
+impl ActionEnd {
+    pub fn is_finished(&self) -> bool {
+        matches!(self, ActionEnd::Finished)
+    }
+}
+
+impl fmt::Display for ActionEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ActionEnd::Finished => f.write_str("finished"),
+            ActionEnd::Cancelled { reason } => write!(f, "cancelled ({reason:?})"),
+            ActionEnd::ForcedRelease { input, held_ms } => {
+                write!(f, "{input} released after {held_ms} ms: the max hold")
+            }
+            ActionEnd::Blocked { reason } => write!(f, "blocked: {reason}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
     pub id: ActionId,
     pub action: &'static str,
     pub owner: SubgoalId,
     #[serde(flatten)]
-    pub kind: ReportKind,
+    pub kind: ActionEnd,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -218,7 +242,7 @@ pub struct TickOutput {
 
 /// The context an action is validated against (FR-ACT-006).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Context {
+pub struct SubmitContext {
     pub now: MonoTime,
     pub foreground: bool,
     pub chain: Option<TransformChain>,
@@ -227,7 +251,7 @@ pub struct Context {
 /// What an action contends for (FR-ACT-003).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Resource {
-    Input(Input),
+    HeldInput(HeldInput),
     /// The pointer position (paths and relative camera motion).
     Pointer,
     /// The text stream of a `type` action.
@@ -239,7 +263,7 @@ enum Resource {
 impl fmt::Display for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Resource::Input(i) => write!(f, "{i}"),
+            Resource::HeldInput(i) => write!(f, "{i}"),
             Resource::Pointer => f.write_str("the pointer"),
             Resource::Text => f.write_str("the text stream"),
             Resource::Wheel => f.write_str("the scroll wheel"),
@@ -255,7 +279,7 @@ enum Phase {
         duration: Option<Duration>,
     },
     Press {
-        inputs: Vec<Input>,
+        inputs: Vec<HeldInput>,
         hold: Option<Duration>,
     },
     Gap(Duration),
@@ -271,7 +295,7 @@ enum Phase {
     Wait(Duration),
     /// Hold what the steering controller wants among these inputs, until the deadline.
     Steer {
-        allowed: Vec<Input>,
+        allowed: Vec<HeldInput>,
         duration: Duration,
     },
 }
@@ -280,11 +304,17 @@ enum Phase {
 #[derive(Debug, Clone, PartialEq)]
 enum Running {
     Path(PointerPath, Point),
-    Hold(Vec<Input>, Option<MonoTime>),
+    Hold(Vec<HeldInput>, Option<MonoTime>),
     Until(MonoTime),
     Camera(CameraStepper),
-    Scroll { button: u8, left: u32 },
-    Steer { allowed: Vec<Input>, until: MonoTime },
+    Scroll {
+        button: u8,
+        left: u32,
+    },
+    Steer {
+        allowed: Vec<HeldInput>,
+        until: MonoTime,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -302,7 +332,7 @@ struct Active {
 /// What the steering controller last asked of a steering action.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct SteerWant {
-    want: Vec<Input>,
+    want: Vec<HeldInput>,
     finish: bool,
 }
 
@@ -325,7 +355,7 @@ pub struct Executor {
     timing: Timing,
     session_start: Option<MonoTime>,
     /// Acceptance times of the last second (action-rate budget): at most `max_actions_per_s` entries,
-    /// since a submit that would exceed it is refused, never queued (issue 14).
+    /// since a submit that would exceed it is refused, never queued.
     accepted_at: VecDeque<MonoTime>,
     /// Ticks of the last second that emitted, with their event counts (event-rate budget): pruned every
     /// tick, so at most one entry per tick of one second (241 at the 240 Hz top cadence).
@@ -400,21 +430,50 @@ impl Executor {
         &mut self,
         intention: &Intention,
         grounded: u64,
-        ctx: &Context,
+        ctx: &SubmitContext,
     ) -> Result<ActionId, Rejection> {
-        if let Some(chain) = ctx.chain {
+        self.admit(None, intention, Some(grounded), ctx)
+    }
+
+    /// [`Executor::submit_grounded`] under the caller's id: the session names each action once, from its
+    /// proposal to its verdict, and the executor reports it under that name. An id still running is
+    /// refused; later executor-assigned ids skip past it.
+    pub fn submit_as(
+        &mut self,
+        id: ActionId,
+        intention: &Intention,
+        grounded: u64,
+        ctx: &SubmitContext,
+    ) -> Result<ActionId, Rejection> {
+        self.admit(Some(id), intention, Some(grounded), ctx)
+    }
+
+    fn admit(
+        &mut self,
+        id: Option<ActionId>,
+        intention: &Intention,
+        grounded: Option<u64>,
+        ctx: &SubmitContext,
+    ) -> Result<ActionId, Rejection> {
+        let reject = |reason| Rejection {
+            action: intention.action.name(),
+            owner: intention.subgoal,
+            reason,
+        };
+        if let (Some(chain), Some(grounded)) = (ctx.chain, grounded) {
             if intention.action.is_pointer_positioned() && grounded < chain.generation {
-                return Err(Rejection {
-                    action: intention.action.name(),
-                    owner: intention.subgoal,
-                    reason: RejectReason::StaleGeneration {
-                        grounded,
-                        current: chain.generation,
-                    },
-                });
+                return Err(reject(RejectReason::StaleGeneration {
+                    grounded,
+                    current: chain.generation,
+                }));
             }
         }
-        self.submit(intention, ctx)
+        if let Some(id) = id {
+            if self.is_active(id) {
+                return Err(reject(RejectReason::DuplicateId { id }));
+            }
+        }
+        self.submit_under(id, intention, ctx)
     }
 
     pub fn config(&self) -> &ExecutorConfig {
@@ -441,7 +500,16 @@ impl Executor {
 
     /// Validate `intention` against the context and the safety rules and, when acceptable, queue it to start
     /// on the next tick (FR-ACT-006). No input is produced here.
-    pub fn submit(&mut self, intention: &Intention, ctx: &Context) -> Result<ActionId, Rejection> {
+    pub fn submit(&mut self, intention: &Intention, ctx: &SubmitContext) -> Result<ActionId, Rejection> {
+        self.submit_under(None, intention, ctx)
+    }
+
+    fn submit_under(
+        &mut self,
+        id: Option<ActionId>,
+        intention: &Intention,
+        ctx: &SubmitContext,
+    ) -> Result<ActionId, Rejection> {
         let name = intention.action.name();
         let owner = intention.subgoal;
         let reject = |reason| Rejection {
@@ -476,7 +544,7 @@ impl Executor {
             if let Phase::Press { inputs, .. } = p {
                 let keys = inputs
                     .iter()
-                    .filter_map(|i| if let Input::Key(k) = i { Some(*k) } else { None });
+                    .filter_map(|i| if let HeldInput::Key(k) = i { Some(*k) } else { None });
                 if let Some(chord) = self.cfg.denied.matching(keys.chain(self.held.keys())) {
                     return Err(reject(RejectReason::DeniedChord {
                         chord: chord.to_string(),
@@ -493,8 +561,8 @@ impl Executor {
                 }));
             }
         }
-        let id = ActionId(self.next_id);
-        self.next_id += 1;
+        let id = id.unwrap_or(ActionId(self.next_id));
+        self.next_id = self.next_id.max(id.0 + 1);
         self.accepted_at.push_back(ctx.now);
         self.actions.push(Active {
             id,
@@ -508,11 +576,11 @@ impl Executor {
         Ok(id)
     }
 
-    fn keys_of(&self, key: &str) -> Result<Vec<Input>, RejectReason> {
+    fn keys_of(&self, key: &str) -> Result<Vec<HeldInput>, RejectReason> {
         let chord = Chord::parse(key).map_err(|_| RejectReason::UnknownKey { key: key.to_string() })?;
-        let mut out: Vec<Input> = Vec::new();
+        let mut out: Vec<HeldInput> = Vec::new();
         for k in chord.0 {
-            let i = Input::Key(normalize(k));
+            let i = HeldInput::Key(normalize(k));
             if !out.contains(&i) {
                 out.push(i);
             }
@@ -520,7 +588,7 @@ impl Executor {
         Ok(out)
     }
 
-    fn point_in(&self, x: i32, y: i32, ctx: &Context) -> Result<Point, RejectReason> {
+    fn point_in(&self, x: i32, y: i32, ctx: &SubmitContext) -> Result<Point, RejectReason> {
         let chain = ctx.chain.ok_or(RejectReason::NoWindowGeometry)?;
         let p = Point::new(x, y);
         if !chain.capture_bounds().contains(p) {
@@ -550,15 +618,15 @@ impl Executor {
     fn compile(
         &mut self,
         action: &Action,
-        ctx: &Context,
+        ctx: &SubmitContext,
     ) -> Result<(Vec<Phase>, Vec<Resource>), RejectReason> {
         let mut res: Vec<Resource> = Vec::new();
         let mut phases = Vec::new();
         match action {
             Action::Click { x, y, button } | Action::DoubleClick { x, y, button } => {
                 let to = self.point_in(*x, *y, ctx)?;
-                let b = Input::Button(button.x_button());
-                res.extend([Resource::Pointer, Resource::Input(b)]);
+                let b = HeldInput::Button(button.x_button());
+                res.extend([Resource::Pointer, Resource::HeldInput(b)]);
                 phases.push(Phase::Move { to, duration: None });
                 phases.push(Phase::Press {
                     inputs: vec![b],
@@ -574,7 +642,7 @@ impl Executor {
             }
             Action::Key { key } => {
                 let inputs = self.keys_of(key)?;
-                res.extend(inputs.iter().map(|i| Resource::Input(*i)));
+                res.extend(inputs.iter().map(|i| Resource::HeldInput(*i)));
                 phases.push(Phase::Press {
                     inputs,
                     hold: Some(self.timing.key_hold()),
@@ -592,15 +660,15 @@ impl Executor {
                     });
                 }
                 res.push(Resource::Text);
-                let shift = Input::Key(Keysym(0xffe1));
+                let shift = HeldInput::Key(Keysym(0xffe1));
                 for (i, ch) in text.chars().enumerate() {
                     let sym = Keysym::from_char(ch).ok_or(RejectReason::UnsupportedChar { ch })?;
                     let needs_shift = ch.is_ascii_uppercase() || CHORD_TEXT_SHIFTED.contains(ch);
-                    let key = Input::Key(normalize(sym));
+                    let key = HeldInput::Key(normalize(sym));
                     let inputs = if needs_shift { vec![shift, key] } else { vec![key] };
                     for i in &inputs {
-                        if !res.contains(&Resource::Input(*i)) {
-                            res.push(Resource::Input(*i));
+                        if !res.contains(&Resource::HeldInput(*i)) {
+                            res.push(Resource::HeldInput(*i));
                         }
                     }
                     if i > 0 {
@@ -638,7 +706,7 @@ impl Executor {
             Action::HoldKey { key, duration_ms } => {
                 let hold = self.hold_limit(*duration_ms)?;
                 let inputs = self.keys_of(key)?;
-                res.extend(inputs.iter().map(|i| Resource::Input(*i)));
+                res.extend(inputs.iter().map(|i| Resource::HeldInput(*i)));
                 phases.push(Phase::Press { inputs, hold });
             }
             Action::HoldButton {
@@ -653,8 +721,8 @@ impl Executor {
                     res.push(Resource::Pointer);
                     phases.push(Phase::Move { to, duration: None });
                 }
-                let b = Input::Button(button.x_button());
-                res.push(Resource::Input(b));
+                let b = HeldInput::Button(button.x_button());
+                res.push(Resource::HeldInput(b));
                 phases.push(Phase::Press {
                     inputs: vec![b],
                     hold,
@@ -735,7 +803,7 @@ impl Executor {
                 }
                 allowed.sort();
                 allowed.dedup();
-                res.extend(allowed.iter().map(|i| Resource::Input(*i)));
+                res.extend(allowed.iter().map(|i| Resource::HeldInput(*i)));
                 phases.push(Phase::Steer { allowed, duration });
             }
             Action::Wait { duration_ms } => {
@@ -756,7 +824,7 @@ impl Executor {
     /// the action was not given are ignored), or end the action (`finish`; its inputs are released on
     /// the next tick and it reports `Completed`). False when `id` is no running steering action.
     pub fn steer(&mut self, id: ActionId, want: &[String], finish: bool) -> bool {
-        let want: Vec<Input> = want
+        let want: Vec<HeldInput> = want
             .iter()
             .filter_map(|k| self.keys_of(k).ok())
             .flatten()
@@ -778,7 +846,7 @@ impl Executor {
                     id: a.id,
                     action: a.name,
                     owner: a.owner,
-                    kind: ReportKind::Cancelled {
+                    kind: ActionEnd::Cancelled {
                         reason: CancelReason::Owner,
                     },
                 });
@@ -798,7 +866,7 @@ impl Executor {
             id,
             action: a.name,
             owner: a.owner,
-            kind: ReportKind::Cancelled {
+            kind: ActionEnd::Cancelled {
                 reason: CancelReason::Owner,
             },
         })
@@ -811,14 +879,14 @@ impl Executor {
                 id: a.id,
                 action: a.name,
                 owner: a.owner,
-                kind: ReportKind::Cancelled { reason },
+                kind: ActionEnd::Cancelled { reason },
             })
             .collect()
     }
 
     /// Release events for everything held, in release order, and clear the record.
     fn release_everything(&mut self) -> Vec<InputEvent> {
-        let mut held: Vec<Input> = self.held.iter().map(|h| h.input).collect();
+        let mut held: Vec<HeldInput> = self.held.iter().map(|h| h.input).collect();
         held.sort_by_key(|i| i.release_rank());
         self.held = HeldRecord::default();
         held.into_iter().map(release_event).collect()
@@ -901,7 +969,7 @@ impl Executor {
         }
         let mut out = TickOutput::default();
         // 3. Advance every sustained action by one tick.
-        let mut desired: BTreeMap<Input, (SubgoalId, ActionId)> = BTreeMap::new();
+        let mut desired: BTreeMap<HeldInput, (SubgoalId, ActionId)> = BTreeMap::new();
         let mut motion: Vec<(InputEvent, Pending)> = Vec::new();
         let mut finished: Vec<usize> = Vec::new();
         let mut blocked: Vec<(usize, RejectReason)> = Vec::new();
@@ -934,7 +1002,7 @@ impl Executor {
             }
         }
         // Max hold (FR-SAFE-004): an input held too long ends its action.
-        let mut forced: Vec<(ActionId, Input, u64)> = Vec::new();
+        let mut forced: Vec<(ActionId, HeldInput, u64)> = Vec::new();
         for h in self.held.iter() {
             let held_for = now.since(h.since);
             if held_for > self.cfg.max_hold && desired.get(&h.input).map(|d| d.1) == Some(h.action) {
@@ -949,7 +1017,7 @@ impl Executor {
                     id: *id,
                     action: a.name,
                     owner: a.owner,
-                    kind: ReportKind::ForcedRelease {
+                    kind: ActionEnd::ForcedRelease {
                         input: input_.to_string(),
                         held_ms: *ms,
                     },
@@ -960,7 +1028,7 @@ impl Executor {
         loop {
             let keys = desired
                 .keys()
-                .filter_map(|i| if let Input::Key(k) = i { Some(*k) } else { None });
+                .filter_map(|i| if let HeldInput::Key(k) = i { Some(*k) } else { None });
             let Some(chord) = self.cfg.denied.matching(keys).map(str::to_string) else {
                 break;
             };
@@ -968,7 +1036,7 @@ impl Executor {
             let newest = desired
                 .iter()
                 .filter(
-                    |(i, _)| matches!(i, Input::Key(k) if denied_keys.iter().any(|d| normalize(*d) == *k)),
+                    |(i, _)| matches!(i, HeldInput::Key(k) if denied_keys.iter().any(|d| normalize(*d) == *k)),
                 )
                 .map(|(_, (_, id))| *id)
                 .max();
@@ -980,15 +1048,15 @@ impl Executor {
         }
         let ended: BTreeSet<ActionId> = forced.iter().map(|f| f.0).collect();
         // 4. Reconcile desired against held: the minimal event set.
-        let held_before: Vec<Input> = self.held.iter().map(|h| h.input).collect();
-        let mut releases: Vec<Input> = self
+        let held_before: Vec<HeldInput> = self.held.iter().map(|h| h.input).collect();
+        let mut releases: Vec<HeldInput> = self
             .held
             .iter()
             .map(|h| h.input)
             .filter(|i| !desired.contains_key(i))
             .collect();
         releases.sort_by_key(|i| i.release_rank());
-        let mut presses: Vec<(Input, SubgoalId, ActionId)> = desired
+        let mut presses: Vec<(HeldInput, SubgoalId, ActionId)> = desired
             .iter()
             .filter(|(i, _)| !self.held.contains(i))
             .map(|(i, (o, a))| (*i, *o, *a))
@@ -1073,16 +1141,16 @@ impl Executor {
             self.emitted_at.push_back((now, emitted));
         }
         // Retire finished, blocked and force-released actions.
-        let mut remove: BTreeMap<usize, ReportKind> = BTreeMap::new();
+        let mut remove: BTreeMap<usize, ActionEnd> = BTreeMap::new();
         for i in finished {
-            remove.insert(i, ReportKind::Finished);
+            remove.insert(i, ActionEnd::Finished);
         }
         for (i, r) in blocked {
-            remove.insert(i, ReportKind::Blocked { reason: r });
+            remove.insert(i, ActionEnd::Blocked { reason: r });
         }
         for (idx, a) in self.actions.iter().enumerate() {
             if ended.contains(&a.id) {
-                remove.entry(idx).or_insert(ReportKind::Finished);
+                remove.entry(idx).or_insert(ActionEnd::Finished);
             }
         }
         for (idx, kind) in remove.into_iter().rev() {
@@ -1103,24 +1171,24 @@ impl Executor {
     }
 }
 
-fn release_event(i: Input) -> InputEvent {
+fn release_event(i: HeldInput) -> InputEvent {
     match i {
-        Input::Key(sym) => InputEvent::Key { sym, down: false },
-        Input::Button(button) => InputEvent::Button { button, down: false },
+        HeldInput::Key(sym) => InputEvent::Key { sym, down: false },
+        HeldInput::Button(button) => InputEvent::Button { button, down: false },
     }
 }
 
-fn press_event(i: Input) -> InputEvent {
+fn press_event(i: HeldInput) -> InputEvent {
     match i {
-        Input::Key(sym) => InputEvent::Key { sym, down: true },
-        Input::Button(button) => InputEvent::Button { button, down: true },
+        HeldInput::Key(sym) => InputEvent::Key { sym, down: true },
+        HeldInput::Button(button) => InputEvent::Button { button, down: true },
     }
 }
 
 /// The outcome of advancing one action by a tick.
 enum Step {
     /// Inputs it wants held now and at most one transient event (motion or a scroll notch press).
-    Wants(Vec<Input>, Option<InputEvent>),
+    Wants(Vec<HeldInput>, Option<InputEvent>),
     Done,
     Blocked(RejectReason),
 }

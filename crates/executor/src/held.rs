@@ -6,49 +6,41 @@ use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// An executor-assigned action id, unique within one executor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct ActionId(pub u64);
-
-impl fmt::Display for ActionId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#{}", self.0)
-    }
-}
+pub use gamepilot_core::ActionId;
 
 /// A holdable input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Input {
+pub enum HeldInput {
     Key(Keysym),
     Button(u8),
 }
 
-impl Input {
+impl HeldInput {
     pub fn is_modifier(&self) -> bool {
-        matches!(self, Input::Key(k) if k.is_modifier())
+        matches!(self, HeldInput::Key(k) if k.is_modifier())
     }
 
     /// Release order: ordinary keys first, then buttons, then modifiers (a chord lets go of its key
     /// before its modifiers). Press order is the reverse.
     pub fn release_rank(&self) -> u8 {
         match self {
-            Input::Key(k) if k.is_modifier() => 2,
-            Input::Key(_) => 0,
-            Input::Button(_) => 1,
+            HeldInput::Key(k) if k.is_modifier() => 2,
+            HeldInput::Key(_) => 0,
+            HeldInput::Button(_) => 1,
         }
     }
 }
 
-impl fmt::Display for Input {
+impl fmt::Display for HeldInput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Input::Key(k) => write!(f, "{k}"),
-            Input::Button(b) => write!(f, "Button{b}"),
+            HeldInput::Key(k) => write!(f, "{k}"),
+            HeldInput::Button(b) => write!(f, "Button{b}"),
         }
     }
 }
 
-impl Serialize for Input {
+impl Serialize for HeldInput {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
@@ -57,7 +49,7 @@ impl Serialize for Input {
 /// One held input with its owner and start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Held {
-    pub input: Input,
+    pub input: HeldInput,
     pub owner: SubgoalId,
     pub action: ActionId,
     pub since: MonoTime,
@@ -66,15 +58,15 @@ pub struct Held {
 /// What is held right now, as the executor believes it (INV-ACT-002 compares it with the server).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeldRecord {
-    map: BTreeMap<Input, Held>,
+    map: BTreeMap<HeldInput, Held>,
 }
 
 impl HeldRecord {
-    pub fn get(&self, input: &Input) -> Option<&Held> {
+    pub fn get(&self, input: &HeldInput) -> Option<&Held> {
         self.map.get(input)
     }
 
-    pub fn contains(&self, input: &Input) -> bool {
+    pub fn contains(&self, input: &HeldInput) -> bool {
         self.map.contains_key(input)
     }
 
@@ -82,7 +74,7 @@ impl HeldRecord {
         self.map.insert(held.input, held);
     }
 
-    pub fn remove(&mut self, input: &Input) -> Option<Held> {
+    pub fn remove(&mut self, input: &HeldInput) -> Option<Held> {
         self.map.remove(input)
     }
 
@@ -101,16 +93,16 @@ impl HeldRecord {
     /// Held keys.
     pub fn keys(&self) -> impl Iterator<Item = Keysym> + '_ {
         self.map.keys().filter_map(|i| match i {
-            Input::Key(k) => Some(*k),
-            Input::Button(_) => None,
+            HeldInput::Key(k) => Some(*k),
+            HeldInput::Button(_) => None,
         })
     }
 
     /// Held buttons.
     pub fn buttons(&self) -> impl Iterator<Item = u8> + '_ {
         self.map.keys().filter_map(|i| match i {
-            Input::Button(b) => Some(*b),
-            Input::Key(_) => None,
+            HeldInput::Button(b) => Some(*b),
+            HeldInput::Key(_) => None,
         })
     }
 
@@ -141,7 +133,7 @@ mod tests {
     fn record_tracks_owner_and_since() {
         // FR-ACT-007
         let mut r = HeldRecord::default();
-        let w = Input::Key(Keysym('w' as u32));
+        let w = HeldInput::Key(Keysym('w' as u32));
         r.insert(Held {
             input: w,
             owner: SubgoalId(3),
@@ -149,7 +141,7 @@ mod tests {
             since: MonoTime(5),
         });
         r.insert(Held {
-            input: Input::Button(1),
+            input: HeldInput::Button(1),
             owner: SubgoalId(4),
             action: ActionId(2),
             since: MonoTime(9),
@@ -176,7 +168,9 @@ mod tests {
 
     #[test]
     fn release_rank_orders_keys_before_modifiers() {
-        assert!(Input::Key(Keysym('a' as u32)).release_rank() < Input::Key(Keysym(0xffe3)).release_rank());
-        assert!(Input::Key(Keysym(0xffe3)).is_modifier());
+        assert!(
+            HeldInput::Key(Keysym('a' as u32)).release_rank() < HeldInput::Key(Keysym(0xffe3)).release_rank()
+        );
+        assert!(HeldInput::Key(Keysym(0xffe3)).is_modifier());
     }
 }

@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn an_hour_at_the_top_cadence_stays_in_fixed_memory_and_keeps_its_percentiles() {
-        // NFR-ACT-001, issue 14 item 5: 240 Hz × 3600 s of samples in LATENESS_BUCKETS counters; p50/p99
+        // NFR-ACT-001: 240 Hz × 3600 s of samples in LATENESS_BUCKETS counters; p50/p99
         // within 1/32 above the exact sorted-sample answer, never below it.
         let mut h = LatenessHistogram::new();
         let mut all = Vec::new();

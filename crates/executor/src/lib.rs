@@ -13,8 +13,8 @@ pub mod motion;
 
 pub use config::{DeniedList, ExecutorConfig, ExecutorError};
 pub use executor::{
-    CameraScale, CancelReason, Context, ExecState, Executor, HaltReason, RejectReason, Rejection, Report,
-    ReportKind, TickInput, TickOutput,
+    ActionEnd, CameraScale, CancelReason, ExecState, Executor, HaltReason, RejectReason, Rejection, Report,
+    SubmitContext, TickInput, TickOutput,
 };
-pub use held::{ActionId, Held, HeldRecord, Input};
+pub use held::{ActionId, Held, HeldInput, HeldRecord};
 pub use lateness::{LatenessHistogram, LATENESS_BUCKETS};

@@ -81,7 +81,7 @@ fn main() {
         }
     };
     // `_exit` after flushing: a worker thread that a signal's stop did not wait for (the tactical thread
-    // inside OCR, issue 14) must not race the C libraries' exit-time destructors (onnxruntime's).
+    // inside OCR) must not race the C libraries' exit-time destructors (onnxruntime's).
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

@@ -149,7 +149,7 @@ fn nested_bed_has_a_second_input_device() {
 
 #[test]
 fn a_reflex_rate_or_heartbeat_bound_out_of_range_is_a_named_error() {
-    // issue 14, decisions.md "reflex cadence 30–240 Hz": checked before anything starts
+    // decisions.md "reflex cadence 30–240 Hz": checked before anything starts
     for (args, names) in [
         (&["--hz", "5"][..], "--hz 5"),
         (&["--hz", "1000"][..], "--hz 1000"),
@@ -169,7 +169,7 @@ fn a_reflex_rate_or_heartbeat_bound_out_of_range_is_a_named_error() {
 
 #[test]
 fn a_corrupted_multimodal_projector_is_refused_before_the_host_starts() {
-    // issue 15, FR-MODEL-005: --mmproj is verified like the weights; a bad digest names the file
+    // FR-MODEL-005: --mmproj is verified like the weights; a bad digest names the file
     use sha2::Digest as _;
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("tiny.gguf");
@@ -208,14 +208,14 @@ fn a_corrupted_multimodal_projector_is_refused_before_the_host_starts() {
 
 #[test]
 fn doctor_says_which_host_it_is_and_whether_it_sees_images() {
-    // issue 15: the same probe run makes, for each host kind the scripted host imitates
-    use gamepilot_testbed::{HostConfig, HostKind, Reply, ScriptedHost};
+    // The same probe run makes, for each host kind the scripted host imitates
+    use gamepilot_testbed::{HostConfig, ImitatedHost, Reply, ScriptedHost};
     let bed = TestBed::start().unwrap();
     for (kind, vision, says) in [
-        (HostKind::LlamaCpp, true, "llama.cpp host"),
-        (HostKind::Ollama, true, "Ollama host"),
-        (HostKind::LmStudio, false, "LM Studio host"),
-        (HostKind::Vllm, true, "vLLM host"),
+        (ImitatedHost::LlamaCpp, true, "llama.cpp host"),
+        (ImitatedHost::Ollama, true, "Ollama host"),
+        (ImitatedHost::LmStudio, false, "LM Studio host"),
+        (ImitatedHost::Vllm, true, "vLLM host"),
     ] {
         let host = ScriptedHost::start(HostConfig::new().kind(kind).vision(vision), |_| {
             Reply::content("unused")
@@ -238,7 +238,7 @@ fn doctor_says_which_host_it_is_and_whether_it_sees_images() {
             .unwrap_or_else(|| panic!("{text}"));
         assert!(line.contains(says), "{kind:?}: {line}");
         let images = match (kind, vision) {
-            (HostKind::Vllm, _) => "sees images: not said",
+            (ImitatedHost::Vllm, _) => "sees images: not said",
             (_, true) => "sees images: yes",
             (_, false) => "sees images: no",
         };

@@ -1,11 +1,11 @@
-//! `gamepilot eval` against scripted hosts (issue 16): a host that answers every decision point right
+//! `gamepilot eval` against scripted hosts: a host that answers every decision point right
 //! (a click at the labelled box's centre) scores 1.0 in every scene kind; a deliberately wrong one (it
 //! always waits) scores 0 and fails the `--min-accuracy` gate. Real PP-OCR perception of the corpus
 //! frames, the real tactical prompt and schema; only the model is scripted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
-use gamepilot_testbed::{ChatRequest, HostConfig, Reply, ScriptedHost};
+use gamepilot_testbed::{HostConfig, ReceivedChat, Reply, ScriptedHost};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -57,7 +57,7 @@ fn a_scripted_correct_host_scores_one_and_a_wrong_one_scores_zero_and_fails_the_
             (a[0] + a[2] / 2, a[1] + a[3] / 2),
         ));
     }
-    let right = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let right = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         let prompt = req.prompt_text();
         match key
             .iter()
@@ -82,7 +82,7 @@ fn a_scripted_correct_host_scores_one_and_a_wrong_one_scores_zero_and_fails_the_
     for (kind, t) in kinds {
         assert_eq!(t["correct"], t["points"], "{kind}: {t}");
     }
-    let wrong = ScriptedHost::start(HostConfig::new(), |_: &ChatRequest| {
+    let wrong = ScriptedHost::start(HostConfig::new(), |_: &ReceivedChat| {
         Reply::json(&json!({"action": "wait", "duration_ms": 100}))
     })
     .unwrap();

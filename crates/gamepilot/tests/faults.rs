@@ -1,4 +1,4 @@
-//! The fault matrix of `gamepilot run` (issue 14): under Xvfb, on the practice game, with the testbed's
+//! The fault matrix of `gamepilot run`: under Xvfb, on the practice game, with the testbed's
 //! scripted model host asking for long key holds, one fault per test while the core holds input — a stop
 //! signal, the process group stopped, the core killed or stopped, the guardian killed, the model host gone,
 //! the game closed, stopped, resized or black, the reflex thread panicking. Each asserts how the session
@@ -11,7 +11,7 @@
 mod common;
 
 use common::{outer_keys, run_command, RunSpec};
-use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use sha2::Digest as _;
 use std::os::unix::process::CommandExt as _;
@@ -33,7 +33,7 @@ fn gamepilot() -> Command {
 
 /// The host: a plan, then a long hold of `d` on every tactical call (so input is held at the fault).
 fn holding_host() -> ScriptedHost {
-    ScriptedHost::start(HostConfig::new(), |req: &ChatRequest| {
+    ScriptedHost::start(HostConfig::new(), |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             // A postcondition that stays false (so the subgoal stays active and tactical ticks run).
             return gamepilot_testbed::plan_reply(req, &[("walk right", "99")]);
@@ -298,19 +298,19 @@ fn clean_stop_on(sig: libc::c_int, name: &str, code: i32) {
 
 #[test]
 fn sigint_stops_the_session_cleanly() {
-    // issue 14, FR-ACT-001, INV-SAFE-002
+    // FR-ACT-001, INV-SAFE-002
     clean_stop_on(libc::SIGINT, "SIGINT", 130);
 }
 
 #[test]
 fn sigterm_stops_the_session_cleanly() {
-    // issue 14, FR-ACT-001, INV-SAFE-002
+    // FR-ACT-001, INV-SAFE-002
     clean_stop_on(libc::SIGTERM, "SIGTERM", 143);
 }
 
 #[test]
 fn sighup_stops_the_session_cleanly() {
-    // issue 14, FR-ACT-001, INV-SAFE-002
+    // FR-ACT-001, INV-SAFE-002
     clean_stop_on(libc::SIGHUP, "SIGHUP", 129);
 }
 
@@ -580,7 +580,7 @@ fn the_users_input_pauses_the_run_and_sigusr1_resumes_it() {
 
 #[test]
 fn a_second_sigint_exits_at_once_and_the_guardian_releases() {
-    // issue 14, FR-SAFE-003: the second Ctrl+C does not wait for the clean stop
+    // FR-SAFE-003: the second Ctrl+C does not wait for the clean stop
     let mut r = start(None, &[]);
     r.wait_holding();
     r.signal(libc::SIGINT);
@@ -634,19 +634,19 @@ fn stopped_core(group: bool) {
 
 #[test]
 fn sigtstp_to_the_process_group_leaves_the_guardian_to_release() {
-    // issue 14, FR-SAFE-003, decisions.md "hung core"
+    // FR-SAFE-003, decisions.md "hung core"
     stopped_core(true);
 }
 
 #[test]
 fn sigstop_of_the_core_is_a_hung_core_the_guardian_releases() {
-    // issue 14, FR-SAFE-003, decisions.md "hung core"
+    // FR-SAFE-003, decisions.md "hung core"
     stopped_core(false);
 }
 
 #[test]
 fn sigkill_of_the_core_leaves_a_recording_readable_up_to_the_fault() {
-    // issue 14, FR-SAFE-003, INV-CTX-002: every record was flushed when it was written
+    // FR-SAFE-003, INV-CTX-002: every record was flushed when it was written
     let mut r = start(None, &[]);
     r.wait_holding();
     let guardian = r.guardian_pid();
@@ -674,7 +674,7 @@ fn sigkill_of_the_core_leaves_a_recording_readable_up_to_the_fault() {
 
 #[test]
 fn sigkill_of_the_guardian_stops_the_session_named() {
-    // issue 14, FR-SAFE-003: `run` checks the guardian every tick and halts when it is gone
+    // FR-SAFE-003: `run` checks the guardian every tick and halts when it is gone
     let mut r = start(None, &[]);
     r.wait_holding();
     kill(r.guardian_pid() as i32, libc::SIGKILL);
@@ -689,7 +689,7 @@ fn sigkill_of_the_guardian_stops_the_session_named() {
 
 #[test]
 fn a_model_host_that_dies_stops_the_session_named() {
-    // issue 14, FR-MODEL-001: a killed host is a named stop, not an idle session until its budget
+    // FR-MODEL-001: a killed host is a named stop, not an idle session until its budget
     let mut r = start(None, &[]);
     r.wait_holding();
     drop(r.host.take()); // the host's socket closes: every later call is refused
@@ -704,7 +704,7 @@ fn a_model_host_that_dies_stops_the_session_named() {
 
 #[test]
 fn the_game_window_closed_stops_the_session_named() {
-    // issue 14, FR-PERC-002: a vanished window is a named stop
+    // FR-PERC-002: a vanished window is a named stop
     let mut r = start(None, &[]);
     r.wait_holding();
     let pid = r.arena.take().unwrap().pid;
@@ -723,7 +723,7 @@ fn the_game_window_closed_stops_the_session_named() {
 
 #[test]
 fn a_stopped_game_keeps_the_session_going_and_a_signal_still_ends_it() {
-    // issue 14: a game that stops drawing is not our fault to stop for (it may resume); the session
+    // A game that stops drawing is not our fault to stop for (it may resume); the session
     // keeps going and still stops cleanly
     let mut r = start(None, &[]);
     r.wait_holding();
@@ -741,7 +741,7 @@ fn a_stopped_game_keeps_the_session_going_and_a_signal_still_ends_it() {
 
 #[test]
 fn a_window_resized_mid_action_is_tracked_and_the_session_goes_on() {
-    // issue 14, FR-PERC-002: the transform chain is rebuilt (generation++) and the session continues
+    // FR-PERC-002: the transform chain is rebuilt (generation++) and the session continues
     let mut r = start(None, &[]);
     r.wait_holding();
     let id = r.arena.as_ref().unwrap().window.id;
@@ -790,7 +790,7 @@ fn a_window_resized_mid_action_is_tracked_and_the_session_goes_on() {
 
 #[test]
 fn a_black_window_is_named_and_the_session_goes_on() {
-    // issue 14, FR-PERC-009: a black frame is named in the recording; the session keeps going
+    // FR-PERC-009: a black frame is named in the recording; the session keeps going
     use x11rb::connection::Connection as _;
     use x11rb::protocol::xproto::{ConnectionExt as _, CreateWindowAux, WindowClass};
     let bed = TestBed::start().unwrap();
@@ -831,7 +831,7 @@ fn a_black_window_is_named_and_the_session_goes_on() {
 
 #[test]
 fn a_reflex_thread_panic_releases_and_stops_the_session_named() {
-    // issue 14: no thread dies silently; the reflex's releases run before it reports its end
+    // No thread dies silently; the reflex's releases run before it reports its end
     let mut r = start(None, &[("GAMEPILOT_FAULT", "reflex-panic@60")]);
     r.wait_holding();
     let released = r.released_within(Duration::from_secs(30));

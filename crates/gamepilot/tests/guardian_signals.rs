@@ -1,4 +1,4 @@
-//! The guardian survives what stops the core (issue 14, FR-SAFE-001/003, INV-SAFE-002), under Xvfb with the
+//! The guardian survives what stops the core (FR-SAFE-001/003, INV-SAFE-002), under Xvfb with the
 //! server's own key state (XQueryKeymap) as the judge: the guardian runs in a session and process group of
 //! its own; SIGTSTP to the core's group stops the core but not the guardian, which releases through the stale
 //! heartbeat; SIGINT/SIGHUP/SIGTSTP sent to the guardian itself are ignored; SIGTERM makes it release what the
@@ -117,7 +117,7 @@ fn press_w(x: &X11, page: &SharedState) -> u8 {
 
 #[test]
 fn guardian_ignores_terminal_signals_and_releases_on_sigterm_before_exiting() {
-    // issue 14 (guardian survives what stops the core), FR-SAFE-003, INV-SAFE-002
+    // The guardian survives what stops the core; FR-SAFE-003, INV-SAFE-002
     let bed = TestBed::start().unwrap();
     let mut g = DirectGuardian::start(&bed, 250);
     let x = bed.x11().unwrap();
@@ -160,7 +160,7 @@ fn guardian_ignores_terminal_signals_and_releases_on_sigterm_before_exiting() {
 
 #[test]
 fn halted_guardian_still_releases_a_key_pressed_after_the_halt_on_a_stale_heartbeat() {
-    // issue 14: the stale check is not skipped once halted (a core that stalls right after a panic
+    // The stale check is not skipped once halted (a core that stalls right after a panic
     // release can otherwise leave a key down), FR-SAFE-001, INV-SAFE-002
     let bed = TestBed::start().unwrap();
     let g = DirectGuardian::start(&bed, 150);
@@ -228,7 +228,7 @@ fn start_act_in_own_group(bed: &TestBed, arena: &Arena) -> (Child, u32) {
 
 #[test]
 fn guardian_has_its_own_session_and_survives_sigtstp_and_sigkill_of_the_cores_group() {
-    // issue 14: Ctrl+Z / kill -- -PGID reach the core, not the guardian; FR-SAFE-003, INV-SAFE-002
+    // Ctrl+Z / kill -- -PGID reach the core, not the guardian; FR-SAFE-003, INV-SAFE-002
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
     let (mut core, guardian) = start_act_in_own_group(&bed, &arena);

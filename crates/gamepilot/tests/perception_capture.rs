@@ -2,12 +2,12 @@
 //! capture matches the game's own frame dump (FR-PERC-001), the reflex thumbnail and sensor regions
 //! agree with the full frame (NFR-PERC-002), window moves rebuild the transform chain (FR-PERC-002),
 //! and an unmapped or minimised window is reported as an unsupported mode (FR-PERC-009); `gamepilot observe`
-//! of the practice game's menu labels each menu button with its text (FR-PERC-004, FR-PERC-005, issue 13).
+//! of the practice game's menu labels each menu button with its text (FR-PERC-004, FR-PERC-005).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use gamepilot_core::{Frame, MonoTime, Rect};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
-use gamepilot_x11::tracking::{FrameHealth, FrameProblem, WindowChange, WindowTracker};
+use gamepilot_x11::tracking::{BlackFrameCheck, FrameProblem, WindowChange, WindowTracker};
 use gamepilot_x11::WindowCapturer;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -133,7 +133,7 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
     assert_eq!((p.x(), p.y()), (real.x + 10, real.y + 10));
 
     // FR-PERC-009: a minimised window is an unsupported mode, with its own message and fix.
-    let mut health = FrameHealth::default();
+    let mut health = BlackFrameCheck::default();
     xdotool(&bed, &["windowminimize", &arena.window.id.to_string()]);
     let deadline = Instant::now() + Duration::from_secs(5);
     let diag = loop {
@@ -153,7 +153,7 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
     let black = Frame::from_rgba(4, 4, vec![0; 64], MonoTime(0)).unwrap();
     xdotool(&bed, &["windowmap", &arena.window.id.to_string()]);
     std::thread::sleep(Duration::from_millis(300));
-    let mut fresh = FrameHealth::default();
+    let mut fresh = BlackFrameCheck::default();
     let d = fresh
         .check(&x, arena.window.id, &Ok(black), MonoTime(20))
         .unwrap();
@@ -164,7 +164,7 @@ fn capture_thumbnail_regions_tracking_and_unsupported_modes() {
 
 #[test]
 fn the_menu_observation_labels_play_options_and_shop_buttons_with_their_text() {
-    // FR-PERC-004, FR-PERC-005 (issue 13): white bold "Play" on a blue button was missing from the
+    // FR-PERC-004, FR-PERC-005: white bold "Play" on a blue button was missing from the
     // observation under tesseract; with PP-OCR every menu button is an element labelled with its text,
     // lying on the button.
     let mut bed = TestBed::start().expect("Xvfb + openbox");

@@ -1,4 +1,4 @@
-//! The reflex half of issue 12 under Xvfb, against the practice game: window tracking and stale-action
+//! The reflex driver of `run` under Xvfb, against the practice game: window tracking and stale-action
 //! dropping (FR-PERC-002), camera calibration and turns in degrees (FR-ACT-004/005), the indicator in
 //! `run` (FR-SAFE-007), `template_present` from `run --templates` (FR-PERC-008), frame health in `run`'s
 //! status line (FR-PERC-009) and `run` halting when its guardian dies (FR-SAFE-003). `run` talks to a
@@ -420,7 +420,7 @@ fn run_shows_the_indicator_outside_the_game_and_names_frame_health() {
 
 #[test]
 fn run_reads_template_present_from_a_templates_folder() {
-    // FR-PERC-008, issue 12 "template atlas": template_present evaluates in run's reflex; the goal is a
+    // FR-PERC-008, the template atlas: template_present evaluates in run's reflex; the goal is a
     // template over the practice game's own frame, so the session ends GoalMet before any action
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();

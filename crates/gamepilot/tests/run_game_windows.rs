@@ -12,7 +12,7 @@ mod common;
 
 use common::{mark_with, show};
 use gamepilot_core::WindowLayer;
-use gamepilot_testbed::{ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use gamepilot_testbed::{HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
@@ -206,7 +206,7 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
     let before = x.client_rect(win).unwrap();
     let clicked: Arc<Mutex<Vec<&'static str>>> = Arc::default();
     let log = clicked.clone();
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return gamepilot_testbed::plan_reply(
                 req,
@@ -364,7 +364,7 @@ fn run_sees_the_cursor_of_an_sdl_games_key_driven_menu_move_two_items() {
     let downs = Arc::new(AtomicU32::new(0));
     let pressed = downs.clone();
     let at_last_press: Mutex<Option<&'static str>> = Mutex::new(None);
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return gamepilot_testbed::plan_reply(req, &[("move the menu cursor to Controls", "region")]);
         }

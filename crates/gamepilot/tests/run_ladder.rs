@@ -10,7 +10,7 @@
 mod common;
 
 use common::{mark_with, run_command, RunSpec};
-use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -95,7 +95,7 @@ fn search_server() -> (String, Arc<Mutex<Vec<String>>>) {
 }
 
 /// The planner: the first plan, and on a replan a different plan that asks a research question.
-fn plan(req: &ChatRequest) -> Reply {
+fn plan(req: &ReceivedChat) -> Reply {
     if req.prompt_text().contains("Deliberation trigger: Replan") {
         let mut reply = gamepilot_testbed::plan_value(
             req,
@@ -114,7 +114,7 @@ fn plan(req: &ChatRequest) -> Reply {
 }
 
 /// Deep research's brief: one finding citing the first offered source.
-fn brief(req: &ChatRequest) -> Reply {
+fn brief(req: &ReceivedChat) -> Reply {
     let source = req
         .schema()
         .and_then(|s| s.pointer("/properties/points/items/properties/sources/items/enum/0"))
@@ -135,7 +135,7 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
     let opened = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU32::new(0));
     let (opened_h, calls_h) = (opened.clone(), calls.clone());
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         let system = req.system_text();
         if system.contains("deliberative planner") {
             return plan(req);

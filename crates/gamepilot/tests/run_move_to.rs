@@ -1,4 +1,4 @@
-//! `gamepilot run --move-keys` on the practice game's play field under Xvfb (issue 16 item 4): the
+//! `gamepilot run --move-keys` on the practice game's play field under Xvfb: the
 //! session identifies its avatar from its own probe holds, writes the avatar note, and a `move_to` on a
 //! coin's mark (the scripted host's only decision) is steered by the reflex until the game's own state
 //! counts the coin; nothing is held on the server afterwards.
@@ -9,7 +9,7 @@ mod common;
 
 use common::{run_command, RunSpec};
 use gamepilot_testbed::{
-    plan_reply, Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed,
+    plan_reply, Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed,
 };
 use serde_json::{json, Value};
 
@@ -27,7 +27,7 @@ fn yellow_marks(prompt: &str) -> Vec<(u64, i64, i64)> {
         .collect()
 }
 
-fn offers_move_to(req: &ChatRequest) -> bool {
+fn offers_move_to(req: &ReceivedChat) -> bool {
     req.schema()
         .and_then(|s| s.get("anyOf"))
         .and_then(Value::as_array)
@@ -47,14 +47,14 @@ fn events(dir: &std::path::Path) -> Vec<Value> {
 
 #[test]
 fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite() {
-    // issue 16 item 4 (a) + (b), FR-ACT-002, FR-GND-006, INV-SAFE-002
+    // Self-identification and move_to, FR-ACT-002, FR-GND-006, INV-SAFE-002
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
     let (cx, cy) = (
         i64::from(arena.window.geometry.w) / 2,
         i64::from(arena.window.geometry.h) / 2,
     );
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return plan_reply(req, &[("collect a coin", "coins >= 1")]);
         }

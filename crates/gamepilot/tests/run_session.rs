@@ -8,7 +8,7 @@
 mod common;
 
 use common::{run_command, show, RunSpec};
-use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
@@ -48,7 +48,7 @@ fn marks(prompt: &str) -> Vec<(u64, [i64; 2])> {
     out
 }
 
-fn plan_reply(req: &ChatRequest) -> Reply {
+fn plan_reply(req: &ReceivedChat) -> Reply {
     gamepilot_testbed::plan_reply(
         req,
         &[("start the game", "in_play"), ("collect a coin", "coins >= 1")],
@@ -86,7 +86,7 @@ fn a_denied_chord_reaches_the_next_prompt_then_a_marked_click_is_executed_verifi
     let play = practice_arena::game::menu_button("Play", g.w as i32, g.h as i32).unwrap();
     let tactical = Arc::new(AtomicU32::new(0));
     let calls = tactical.clone();
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return plan_reply(req);
         }
@@ -113,7 +113,7 @@ fn a_denied_chord_reaches_the_next_prompt_then_a_marked_click_is_executed_verifi
         show(&out)
     );
     // The second tactical prompt carries the executor's reason for refusing the first action.
-    let chats: Vec<ChatRequest> = host
+    let chats: Vec<ReceivedChat> = host
         .chat_requests()
         .into_iter()
         .filter(|r| !r.system_text().contains("deliberative planner"))
@@ -177,7 +177,7 @@ fn a_host_that_keeps_refusing_the_prompt_size_stops_the_run_with_a_named_reason(
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
     // The host takes the plan, then refuses every tactical prompt as larger than its context.
-    let host = ScriptedHost::start(HostConfig::new(), |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return plan_reply(req);
         }
@@ -215,7 +215,7 @@ fn run_calibrates_the_camera_and_the_model_turns_it_in_degrees() {
     let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
     let turns = Arc::new(AtomicU32::new(0));
     let sent = turns.clone();
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return plan_reply(req);
         }
@@ -286,13 +286,13 @@ fn run_calibrates_the_camera_and_the_model_turns_it_in_degrees() {
 
 #[test]
 fn run_refuses_a_degenerate_plan_with_its_reason_and_adopts_the_plan_asked_again() {
-    // Issue 16 item 5 (FR-LOOP-004): the first plan repeats one subgoal; `run` refuses it, the model is
+    // FR-LOOP-004: the first plan repeats one subgoal; `run` refuses it, the model is
     // asked again once with the reason in its prompt, and the second, sound plan is adopted.
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
     let plans = Arc::new(AtomicU32::new(0));
     let asked = plans.clone();
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             if asked.fetch_add(1, Ordering::SeqCst) == 0 {
                 return gamepilot_testbed::plan_reply(
@@ -319,7 +319,7 @@ fn run_refuses_a_degenerate_plan_with_its_reason_and_adopts_the_plan_asked_again
         .unwrap();
     let text = show(&out);
     assert!(matches!(out.status.code(), Some(0) | Some(4)), "{text}");
-    let deliberative: Vec<ChatRequest> = host
+    let deliberative: Vec<ReceivedChat> = host
         .chat_requests()
         .into_iter()
         .filter(|r| r.system_text().contains("deliberative planner"))
@@ -350,7 +350,7 @@ fn run_refuses_a_degenerate_plan_with_its_reason_and_adopts_the_plan_asked_again
 fn waiting_host(subgoals: &'static [(&'static str, &'static str)]) -> (ScriptedHost, Arc<AtomicU32>) {
     let tactical = Arc::new(AtomicU32::new(0));
     let calls = tactical.clone();
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return gamepilot_testbed::plan_reply(req, subgoals);
         }
@@ -478,7 +478,7 @@ fn a_game_behind_another_window_is_raised_at_start_then_waited_for_without_model
 
 #[test]
 fn a_subgoal_naming_a_visible_element_is_clicked_through_run_without_a_model_call() {
-    // Issue 27 item 3 (grounding without guessing), FR-GND-006: the plan names 'Options'; the one element
+    // Grounding without guessing, FR-GND-006: the plan names 'Options'; the one element
     // so labelled is clicked with no tactical model call, executed and verified; the game's own state
     // shows the options screen.
     let mut bed = TestBed::start().unwrap();

@@ -1,4 +1,4 @@
-//! `gamepilot run` with a model that sees images (issue 15), under Xvfb on the practice game, against the
+//! `gamepilot run` with a model that sees images, under Xvfb on the practice game, against the
 //! testbed's scripted host advertising vision: the tactical and deliberative requests carry the marked
 //! screenshot as the last content part within their visual budgets, the marks are visible in it, and with
 //! each coordinate convention (image pixels, 0–1000, fractions) a reply pointing at the "Play" button's
@@ -10,19 +10,19 @@ use gamepilot_core::{CoordConvention, CoordSpace, Point, Size};
 mod common;
 
 use common::{run_command, RunSpec};
-use gamepilot_testbed::{Arena, ArenaOptions, ChatRequest, HostConfig, Reply, ScriptedHost, TestBed};
+use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const TACTICAL_PIXELS: u64 = 480 * 270;
 const DELIBERATIVE_PIXELS: u64 = 800 * 450;
 
-fn plan_reply(req: &ChatRequest) -> Reply {
+fn plan_reply(req: &ReceivedChat) -> Reply {
     gamepilot_testbed::plan_reply(req, &[("start the game, then collect a coin", "coins")])
 }
 
 /// The size of the image when it is the last content part of the last message.
-fn last_part_image(req: &ChatRequest) -> Option<Size> {
+fn last_part_image(req: &ReceivedChat) -> Option<Size> {
     let last = req.messages().last()?.get("content")?.as_array()?.last()?.clone();
     last.pointer("/image_url/url")?;
     let bytes = req.images().ok()?.pop()?.bytes;
@@ -38,7 +38,7 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
     let play = practice_arena::game::menu_button("Play", g.w as i32, g.h as i32).unwrap();
     let (cx, cy) = play.center();
     let centre = Point::new(cx, cy);
-    let host = ScriptedHost::start(HostConfig::new().vision(true), move |req: &ChatRequest| {
+    let host = ScriptedHost::start(HostConfig::new().vision(true), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return plan_reply(req);
         }
@@ -80,7 +80,7 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
 
     // What the model was sent: the marked screenshot as the last part, within each cadence's budget.
     let chats = host.chat_requests();
-    let tactical: Vec<&ChatRequest> = chats
+    let tactical: Vec<&ReceivedChat> = chats
         .iter()
         .filter(|r| !r.system_text().contains("deliberative planner"))
         .collect();
@@ -155,18 +155,18 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
 
 #[test]
 fn qwen25_vl_answers_in_pixels_of_the_sent_image() {
-    // issue 15, FR-MODEL-002, FR-CTX-001, INV-GND-002
+    // FR-MODEL-002, FR-CTX-001, INV-GND-002
     clicks_play_in("qwen2.5-vl", CoordConvention::ImagePixels);
 }
 
 #[test]
 fn ui_tars_answers_in_thousandths() {
-    // issue 15, INV-GND-002
+    // INV-GND-002
     clicks_play_in("ui-tars", CoordConvention::Normalized1000);
 }
 
 #[test]
 fn a_family_without_a_trained_convention_answers_in_fractions() {
-    // issue 15, INV-GND-002
+    // INV-GND-002
     clicks_play_in("gemma3", CoordConvention::Fraction);
 }

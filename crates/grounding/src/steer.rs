@@ -1,4 +1,4 @@
-//! The agent finds itself and steers (issue 16 item 4). Self-identification correlates the agent's own
+//! The agent finds itself and steers. Self-identification correlates the agent's own
 //! direction-key holds with element motion between the frames before and after each hold, and names the
 //! avatar and what each key does; the steering controller turns "go to that box" into the direction keys
 //! to hold now, tick by tick, from the tracked offset between avatar and target. Pure: boxes, key names
@@ -632,7 +632,7 @@ mod tests {
 
     #[test]
     fn the_element_that_stays_while_the_view_moves_is_the_avatar_of_a_follow_camera() {
-        // issue 16 item 4 (a): own key presses correlated with element motion
+        // Own key presses correlated with element motion
         let samples = [
             follow_probe("w", (0, -60)),
             follow_probe("s", (0, 60)),
@@ -736,7 +736,7 @@ mod tests {
 
     #[test]
     fn the_controller_holds_the_keys_toward_the_target_and_arrives_by_dead_reckoning() {
-        // issue 16 item 4 (b): the model picks where, the hands do the how
+        // The model picks where, the hands do the how
         let p = plan();
         assert_eq!(p.reach_px, 20.8);
         let mut c = SteerController::new(p, MonoTime::ZERO);

@@ -6,34 +6,7 @@ use gamepilot_core::{ElementId, MonoTime};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// Identifies one action from proposal through verification.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-pub struct ActionId(pub u64);
-
-impl std::fmt::Display for ActionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "action#{}", self.0)
-    }
-}
-
-/// The outcome of verifying one action: exactly one of three (INV-GND-001).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Confirmed,
-    Refuted,
-    Inconclusive,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Confirmed => "confirmed",
-            Verdict::Refuted => "refuted",
-            Verdict::Inconclusive => "inconclusive",
-        }
-    }
-}
+pub use gamepilot_core::{ActionId, Verdict};
 
 /// Which way a sensor is expected to move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 //! and an XInput2 raw-key watch, which still fires while a game holds an active keyboard grab. Releases go
 //! through the single input module (`gamepilot_x11::input`, FR-ACT-008).
 //!
-//! It survives what stops the core (issue 14): the core starts it in a session and process group of its
+//! It survives what stops the core: the core starts it in a session and process group of its
 //! own (`setsid` before exec), so Ctrl+C, Ctrl+Z, a hang-up or `kill -- -PGID` aimed at the core's group do
 //! not reach it; [`GuardianSignals`] ignores SIGINT, SIGHUP, SIGTSTP, SIGUSR1, SIGTTIN and SIGTTOU should one be sent
 //! to it directly, and turns SIGTERM into "release everything, then exit". The stale-heartbeat backstop keeps
@@ -473,7 +473,7 @@ impl Guardian {
         }
         // The heartbeat backstop: a hung or stopped core. It runs whether or not the page is halted: a
         // core that pressed a key after a halt (it had not read the flag yet) and then stalled must still
-        // be released (issue 14).
+        // be released.
         if self.shm.armed() {
             let age = monotonic_us().saturating_sub(self.shm.heartbeat_us());
             if stale_now(age, self.opts.stale_after) {
@@ -564,7 +564,7 @@ mod tests {
 
     #[test]
     fn own_process_group_and_session_are_read_from_proc() {
-        // issue 14: tests prove the guardian's own session from /proc/PID/stat
+        // Tests prove the guardian's own session from /proc/PID/stat
         let me = std::process::id();
         let (pgrp, sid, state) = process_group_and_session(me).unwrap();
         // SAFETY: getpgrp/getsid take no pointers.

@@ -32,39 +32,30 @@ const OFF_LAST_REASON: usize = OFF_RELEASES + 4;
 const OFF_LAST_RELEASE_US: usize = OFF_LAST_REASON + 4;
 const OFF_GUARDIAN_BEAT: usize = OFF_LAST_RELEASE_US + 8;
 
-/// Why the halt flag was set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HaltCause {
-    /// The panic chord (FR-SAFE-001).
-    Panic,
-    /// The heartbeat went stale: the core is hung or stopped.
-    StaleHeartbeat,
-    /// The core died.
-    CoreDied,
-    /// The guardian itself was told to stop (SIGTERM): it released everything first; input must not stay
-    /// armed without it.
-    GuardianStopped,
+pub use gamepilot_core::HaltCause;
+
+/// The halt flag's value for `cause` (0 is "not halted").
+fn halt_code(cause: HaltCause) -> u32 {
+    match cause {
+        HaltCause::Panic => 1,
+        HaltCause::StaleHeartbeat => 2,
+        HaltCause::CoreDied => 3,
+        HaltCause::GuardianStopped => 4,
+        HaltCause::BudgetSpent => 5,
+        HaltCause::Unknown => u32::MAX,
+    }
 }
 
-impl HaltCause {
-    fn code(self) -> u32 {
-        match self {
-            HaltCause::Panic => 1,
-            HaltCause::StaleHeartbeat => 2,
-            HaltCause::CoreDied => 3,
-            HaltCause::GuardianStopped => 4,
-        }
-    }
-
-    fn from_code(c: u32) -> Option<HaltCause> {
-        match c {
-            1 => Some(HaltCause::Panic),
-            2 => Some(HaltCause::StaleHeartbeat),
-            3 => Some(HaltCause::CoreDied),
-            4 => Some(HaltCause::GuardianStopped),
-            _ => None,
-        }
+/// The cause a halt flag's value names; a set flag of a code this build does not know is still a halt.
+fn halt_cause(code: u32) -> Option<HaltCause> {
+    match code {
+        0 => None,
+        1 => Some(HaltCause::Panic),
+        2 => Some(HaltCause::StaleHeartbeat),
+        3 => Some(HaltCause::CoreDied),
+        4 => Some(HaltCause::GuardianStopped),
+        5 => Some(HaltCause::BudgetSpent),
+        _ => Some(HaltCause::Unknown),
     }
 }
 
@@ -278,11 +269,11 @@ impl SharedState {
 
     /// Set the halt flag (the core reads it first thing every tick).
     pub fn set_halt(&self, cause: HaltCause) {
-        self.u32(OFF_HALT).store(cause.code(), Ordering::SeqCst);
+        self.u32(OFF_HALT).store(halt_code(cause), Ordering::SeqCst);
     }
 
     pub fn halt(&self) -> Option<HaltCause> {
-        HaltCause::from_code(self.u32(OFF_HALT).load(Ordering::SeqCst))
+        halt_cause(self.u32(OFF_HALT).load(Ordering::SeqCst))
     }
 
     /// Clear the halt flag (the user re-arms).
@@ -292,7 +283,8 @@ impl SharedState {
 
     /// The guardian records each release it performed.
     pub fn record_release(&self, cause: HaltCause, at_us: u64) {
-        self.u32(OFF_LAST_REASON).store(cause.code(), Ordering::SeqCst);
+        self.u32(OFF_LAST_REASON)
+            .store(halt_code(cause), Ordering::SeqCst);
         self.u64(OFF_LAST_RELEASE_US).store(at_us, Ordering::SeqCst);
         self.u32(OFF_RELEASES).fetch_add(1, Ordering::SeqCst);
     }
@@ -301,7 +293,7 @@ impl SharedState {
     pub fn releases(&self) -> (u32, Option<HaltCause>, u64) {
         (
             self.u32(OFF_RELEASES).load(Ordering::SeqCst),
-            HaltCause::from_code(self.u32(OFF_LAST_REASON).load(Ordering::SeqCst)),
+            halt_cause(self.u32(OFF_LAST_REASON).load(Ordering::SeqCst)),
             self.u64(OFF_LAST_RELEASE_US).load(Ordering::SeqCst),
         )
     }

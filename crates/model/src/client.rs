@@ -571,7 +571,7 @@ mod tests {
 
     #[test]
     fn an_oversized_reply_is_a_named_error() {
-        // issue 14 (bounded everything): model replies are read with a size limit
+        // Bounded everything: model replies are read with a size limit
         let big = completion(&"x".repeat(64 * 1024));
         let (url, _) = fake_host(vec![big.clone()]);
         let (url2, _) = fake_host(vec![big]);
@@ -615,7 +615,7 @@ mod tests {
         let r = c.chat_structured(&req, &schema, &CancelToken::new()).unwrap();
         assert_eq!((r.attempts, r.value.clone()), (2, json!({"mark":7})));
         assert_eq!(r.calls.len(), 2);
-        // issue 15: the violation is counted and kept
+        // The violation is counted and kept
         assert_eq!(r.violations.len(), 1);
         assert!(
             r.violations[0].contains("5 is not one of [3, 7]"),
@@ -651,9 +651,9 @@ mod tests {
         ));
     }
 
-    // ---- host kinds (issue 15) -------------------------------------------------------------------
+    // ---- host kinds ----------------------------------------------------------------------------
 
-    use gamepilot_testbed::{HostConfig, HostKind as Imitated, Reply, ScriptedHost};
+    use gamepilot_testbed::{HostConfig, ImitatedHost as Imitated, Reply, ScriptedHost};
 
     const MARK_SCHEMA: &str = r#"{"type":"object","properties":{"mark":{"type":"integer","enum":[3,7]}},"required":["mark"],"additionalProperties":false}"#;
 
@@ -680,7 +680,7 @@ mod tests {
     }
 
     fn probe_and_send(imitated: Imitated) -> Seen {
-        let answer = |_: &gamepilot_testbed::ChatRequest| Reply::content("{\"mark\":3}");
+        let answer = |_: &gamepilot_testbed::ReceivedChat| Reply::content("{\"mark\":3}");
         let on =
             ScriptedHost::start(HostConfig::new().kind(imitated).vision(true).n_ctx(4096), answer).unwrap();
         let off =
@@ -737,7 +737,7 @@ mod tests {
 
     #[test]
     fn llama_cpp_is_told_by_props() {
-        // FR-MODEL-001, FR-MODEL-003, issue 15: /props → kind, modalities.vision, n_ctx; grammar
+        // FR-MODEL-001, FR-MODEL-003: /props → kind, modalities.vision, n_ctx; grammar
         let s = probe_and_send(Imitated::LlamaCpp);
         assert_eq!(s.probe_paths, ["/v1/models", "/props"]);
         assert_eq!(
@@ -755,7 +755,7 @@ mod tests {
         );
         assert_eq!(s.on.model_path.as_deref(), Some("/models/scripted-model.gguf"));
         assert_eq!(s.on.model_id.as_deref(), Some("scripted-model"));
-        // issue 16 item 3: a compact grammar (no whitespace) with the schema beside it
+        // A compact grammar (no whitespace) with the schema beside it
         assert_eq!(schema_fields(&s.body), ["grammar", "reply_schema"]);
         let grammar = s.body["grammar"].as_str().unwrap();
         assert!(grammar.starts_with("root ::= "), "{grammar}");
@@ -763,7 +763,7 @@ mod tests {
 
     #[test]
     fn ollama_is_told_by_api_version_and_described_by_api_show() {
-        // FR-MODEL-001, FR-MODEL-003, issue 15: /api/version → kind; /api/show capabilities and
+        // FR-MODEL-001, FR-MODEL-003: /api/version → kind; /api/show capabilities and
         // model_info context_length; response_format AND Ollama's format
         let s = probe_and_send(Imitated::Ollama);
         assert_eq!(
@@ -795,7 +795,7 @@ mod tests {
 
     #[test]
     fn lm_studio_is_told_by_api_v0_models() {
-        // FR-MODEL-001, FR-MODEL-003, issue 15: /api/v0/models type vlm/llm and max_context_length;
+        // FR-MODEL-001, FR-MODEL-003: /api/v0/models type vlm/llm and max_context_length;
         // response_format
         let s = probe_and_send(Imitated::LmStudio);
         assert_eq!(
@@ -835,7 +835,7 @@ mod tests {
 
     #[test]
     fn vllm_is_told_by_its_model_list_and_vision_stays_unknown() {
-        // FR-MODEL-001, FR-MODEL-003, issue 15: owned_by vllm + max_model_len in one request; vision
+        // FR-MODEL-001, FR-MODEL-003: owned_by vllm + max_model_len in one request; vision
         // is None even for a vision model (vLLM does not say); response_format, guided_json and
         // structured_outputs
         let s = probe_and_send(Imitated::Vllm);
@@ -862,7 +862,7 @@ mod tests {
 
     #[test]
     fn a_host_that_is_none_of_them_is_unknown_not_guessed() {
-        // FR-MODEL-001, FR-MODEL-003, issue 15: 200s without each kind's own fields are not evidence;
+        // FR-MODEL-001, FR-MODEL-003: 200s without each kind's own fields are not evidence;
         // the portable response_format only, and validation still runs
         let (url, seen) = fake_host(vec![
             json!({"object": "list", "data": [{"id": "m", "owned_by": "someone"}]}).to_string(),
@@ -892,7 +892,7 @@ mod tests {
 
     #[test]
     fn the_probe_is_bounded_and_a_failing_host_is_an_error() {
-        // FR-MODEL-001, issue 15: each metadata request has a short bound of its own; a host that
+        // FR-MODEL-001: each metadata request has a short bound of its own; a host that
         // cannot answer (5xx, silence) is an error, never a kind
         let (url, _) = fake_host(vec![
             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".into(),

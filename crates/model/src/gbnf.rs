@@ -1,6 +1,6 @@
 //! A compact llama.cpp grammar (GBNF) for a reply schema: the same choices as the JSON schema, with
 //! no whitespace between tokens, so a small model spends its decode steps on the answer, not on
-//! pretty-printing (issue 16 item 3: `{"action":"click_mark","mark":3}` is 15 tokens instead of 24–39).
+//! pretty-printing (`{"action":"click_mark","mark":3}` is 15 tokens instead of 24–39).
 //!
 //! Only the subset of JSON Schema that gamepilot's reply schemas use is compiled: `anyOf`/`oneOf` of
 //! objects with `properties` (required first, then optional ones, each in the schema's order), `const`,
@@ -297,7 +297,7 @@ mod tests {
 
     #[test]
     fn a_tool_schema_becomes_a_grammar_without_whitespace() {
-        // FR-MODEL-003, issue 16 item 3: the same choices, no room for pretty-printing
+        // FR-MODEL-003: the same choices, no room for pretty-printing
         let s = json!({"anyOf": [
             {"type":"object","properties":{"action":{"type":"string","const":"click_mark"},"mark":{"type":"integer","enum":[3,7]}},"required":["action","mark"],"additionalProperties":false},
             {"type":"object","properties":{"action":{"type":"string","const":"click"},"x":{"type":"integer","minimum":0,"maximum":1279},"y":{"type":"integer","minimum":0,"maximum":719},"button":{"type":"string","enum":["left","right"]}},"required":["action","x","y"]},

@@ -1,7 +1,7 @@
 //! Which kind of OpenAI-compatible host answers (llama.cpp, Ollama, vLLM, LM Studio, or unknown), told
 //! from the metadata endpoints each kind really has and never guessed; what each kind says about vision
-//! and the context size; and which request fields carry a JSON schema to it (FR-MODEL-001, FR-MODEL-003,
-//! issue 15). [`host_kind_table`] is the mapping in one place, for the CLI to print.
+//! and the context size; and which request fields carry a JSON schema to it (FR-MODEL-001,
+//! FR-MODEL-003). [`host_kind_table`] is the mapping in one place, for the CLI to print.
 //!
 //! The probe is one pass of at most four short metadata requests, in this order, each bounded by the
 //! client's probe timeout (2 s by default): `GET /v1/models` (every kind; an entry `owned_by: "vllm"`
@@ -427,7 +427,7 @@ mod tests {
 
     #[test]
     fn kinds_parse_print_and_serialize() {
-        // FR-MODEL-001, issue 15: one name per kind, both ways
+        // FR-MODEL-001: one name per kind, both ways
         for k in HostKind::ALL {
             assert_eq!(k.as_str().parse::<HostKind>().unwrap(), k);
             assert_eq!(k.label().parse::<HostKind>().unwrap(), k);
@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn the_mapping_table_snapshot() {
-        // FR-MODEL-001, FR-MODEL-003, issue 15: the table the CLI prints
+        // FR-MODEL-001, FR-MODEL-003: the table the CLI prints
         expect![[r#"
             | host kind | detected by | vision | context size | structured output |
             |---|---|---|---|---|
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn model_names_match_ollama_latest_tags() {
-        // issue 15: the figures are about the model the caller names
+        // The figures are about the model the caller names
         let list = vec![
             serde_json::json!({"id": "a"}),
             serde_json::json!({"id": "llava:latest"}),

@@ -3,7 +3,7 @@
 //! spawned (FR-MODEL-005); the host is stopped with the session (Drop kills it). Its log is kept in a
 //! bounded in-memory tail, never on disk (INV-CTX-001).
 //!
-//! Fault tolerance (issue 14):
+//! Fault tolerance:
 //! - it dies with gamepilot: the child asks the kernel for SIGTERM when its parent goes
 //!   (`PR_SET_PDEATHSIG`), so a `kill -9` of the core cannot leave a model host holding the GPU. The kernel
 //!   sends it when the *thread* that spawned the host ends, so start the host from a thread that lives as
@@ -82,7 +82,7 @@ impl LaunchSpec {
 
 const LOG_LINES: usize = 200;
 
-/// Decoding settings gamepilot adds when the server binary knows them (issue 16 item 3), each measured
+/// Decoding settings gamepilot adds when the server binary knows them, each measured
 /// on the 2-core CPU build machine with the default model (docs/models.md):
 /// - self-speculative decoding from the prompt's own n-grams: a reply such as
 ///   `{"action":"click_mark","mark":12}` repeats the worked examples and the tail's action lines, so a
@@ -251,7 +251,7 @@ impl LocalHost {
             .args(&spec.extra_args)
             // OpenMP's threads spin a bounded while between a token's operations, then sleep: a purely
             // passive wait put a futex wake-up between every two of a token's hundreds of operations
-            // (tactical call p50 1.26 s -> 1.05 s without it, issue 16 item 3); an idle host still
+            // (tactical call p50 1.26 s -> 1.05 s without it); an idle host still
             // sleeps within a millisecond, and runs niced below the reflex thread.
             .env_remove("OMP_WAIT_POLICY")
             .env("GOMP_SPINCOUNT", "300000")
@@ -527,7 +527,7 @@ mod tests {
 
     #[test]
     fn decode_flags_are_added_only_where_the_server_lists_them() {
-        // issue 16 item 3: a build without speculative decoding or the flash-attention switch still starts
+        // A build without speculative decoding or the flash-attention switch still starts
         let modern = "  --spec-type [none|ngram-simple]\n  --spec-ngram-simple-size-n N\n  -fa, --flash-attn [on|off|auto]\n";
         let flags = decode_flags(modern, true, true);
         assert_eq!(flags[..2], ["--spec-type", "ngram-simple"]);
@@ -575,7 +575,7 @@ mod tests {
 
     #[test]
     fn the_host_loads_the_verified_descriptor_not_the_path() {
-        // issue 14, FR-MODEL-005: a verified file replaced after the check is not what gets loaded
+        // FR-MODEL-005: a verified file replaced after the check is not what gets loaded
         let dir = tempfile::tempdir().unwrap();
         let seen = dir.path().join("seen");
         // The fake host copies what its -m argument names, then exits.
@@ -605,7 +605,7 @@ mod tests {
 
     #[test]
     fn a_stranger_on_the_port_is_not_our_health() {
-        // issue 14: the host is checked by its own /health on the port it was given
+        // The host is checked by its own /health on the port it was given
         use std::io::{Read, Write};
         let dir = tempfile::tempdir().unwrap();
         let bin = script(dir.path(), "idle-server", "#!/bin/sh\nexec sleep 10\n");
@@ -637,7 +637,7 @@ mod tests {
 
     #[test]
     fn the_host_gets_sigterm_when_its_spawning_thread_ends() {
-        // issue 14: the model host dies with gamepilot (PR_SET_PDEATHSIG)
+        // The model host dies with gamepilot (PR_SET_PDEATHSIG)
         let mut cmd = Command::new("sleep");
         cmd.arg("30");
         configure_child(&mut cmd, 0, Vec::new());

@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn verified_descriptor_keeps_the_checked_bytes_when_the_path_is_replaced() {
-        // issue 14, FR-MODEL-005: the file that was checked is the one loaded, not a second open by path
+        // FR-MODEL-005: the file that was checked is the one loaded, not a second open by path
         let dir = tempfile::tempdir().unwrap();
         let p = write(dir.path(), "m.gguf", BODY);
         let digest = sha256_file(&p).unwrap();

@@ -111,7 +111,7 @@ impl ChatRequest {
 }
 
 /// The top-level body fields that carry `schema` to a host of `kind`, each holding the same schema
-/// (FR-MODEL-003, issue 15); their keys are [`HostKind::structured_output_keys`]:
+/// (FR-MODEL-003); their keys are [`HostKind::structured_output_keys`]:
 ///
 /// - llama.cpp: a compact GBNF `grammar` compiled from the schema ([`crate::gbnf`]: the same choices with
 ///   no whitespace, so a small model decodes 15 tokens for a mark click instead of 24–39), with the
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn schema_fields_per_host_kind() {
-        // FR-MODEL-003, issue 15: each kind gets the schema in every field it reads, and only those
+        // FR-MODEL-003: each kind gets the schema in every field it reads, and only those
         let schema =
             json!({"type": "object", "properties": {"mark": {"enum": [3, 7]}}, "required": ["mark"]});
         let r = ChatRequest::from_prompt("m", &prompt(false), 8).with_schema(schema.clone());

@@ -63,7 +63,7 @@ fn second_tactical_call_reuses_the_cached_prefix() {
     let nice: i32 = after_comm.split(' ').nth(16).unwrap().parse().unwrap();
     assert_eq!(nice, host.spec().nice, "the host's niceness ({stat})");
     assert_eq!(nice, 10);
-    // Issue 16 item 3: the server took the decode flags `decode_flags` found in its --help (a flag it
+    // The server took the decode flags `decode_flags` found in its --help (a flag it
     // refused would have stopped it): its slot decodes speculatively from the prompt's n-grams.
     let slots: serde_json::Value = ureq::get(&format!("{}/slots", host.base_url()))
         .call()
@@ -263,7 +263,7 @@ fn probe_errors_and_cancellation_against_the_real_host() {
     let caps = client.probe().unwrap();
     assert_eq!(caps.vision, Some(false), "SmolLM2 is text-only");
     assert_eq!(caps.n_ctx, Some(4096));
-    // issue 15: the real llama-server is told by its /props, and its /v1/models names the model
+    // The real llama-server is told by its /props, and its /v1/models names the model
     assert_eq!(caps.kind, gamepilot_model::HostKind::LlamaCpp, "{caps:?}");
     assert_eq!(caps.vision_source, "llama.cpp /props modalities.vision");
     assert!(caps.model_id.is_some(), "{caps:?}");

@@ -1,4 +1,4 @@
-//! Developer tool: OCR PNGs with both engines and print lines, words and timings (issue 13).
+//! Developer tool: OCR PNGs with both engines and print lines, words and timings.
 //! `cargo run --release -p gamepilot-ocr --example ocr_png -- [--int x,y,w,h] IN.png...`
 
 use gamepilot_core::{Frame, MonoTime, Rect};

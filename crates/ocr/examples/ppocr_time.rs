@@ -1,4 +1,4 @@
-//! Developer tool: time PP-OCR's detection alone and detection + recognition on PNGs (issue 13).
+//! Developer tool: time PP-OCR's detection alone and detection + recognition on PNGs.
 //! `cargo run --release -p gamepilot-ocr --example ppocr_time -- RUNS IN.png...`
 
 use gamepilot_core::{Frame, MonoTime};

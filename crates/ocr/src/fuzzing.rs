@@ -1,4 +1,4 @@
-//! The OCR preprocessing under arbitrary input (issue 13): one entry point for the fuzz target
+//! The OCR preprocessing under arbitrary input: one entry point for the fuzz target
 //! (`fuzz/fuzz_targets/ocr_prep.rs`) and for the generated-input test in the normal suite. Every path that
 //! runs before a model — crop, grey, polarity, contrast stretch, scale, pad, binarise, box mapping, ink
 //! bounds, hashing, resampling, the DB post-processing and the lone-glyph finder — must return, never panic.
@@ -101,7 +101,7 @@ mod tests {
 
     #[test]
     fn generated_inputs_never_panic_the_preprocessing() {
-        // Issue 13: no input image of any size or content panics a perception path. Uniform (every byte
+        // No input image of any size or content panics a perception path. Uniform (every byte
         // alike), tiny, empty and oversized regions included; a fixed seed keeps the run reproducible.
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
         for case in 0..3000 {

@@ -870,7 +870,7 @@ mod tests {
 
     #[test]
     fn two_texts_joined_by_a_faint_bridge_are_two_boxes() {
-        // Issue 13: Doom's AMMO and HEALTH counters, a panel border apart, read as "50100%" when joined.
+        // Doom's AMMO and HEALTH counters, a panel border apart, read as "50100%" when joined.
         let (w, h) = (96, 24);
         let mut p = vec![0f32; w * h];
         for y in 8..16 {

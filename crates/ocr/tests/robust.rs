@@ -1,4 +1,4 @@
-//! Issue 13: uniform, 1×1, 0-area, out-of-frame and huge regions through every OCR path (PP-OCR lines,
+//! Uniform, 1×1, 0-area, out-of-frame and huge regions through every OCR path (PP-OCR lines,
 //! boxes and integers, tesseract lines and integers, the worker): `undefined` or a clear error, never a
 //! panic, and the worker keeps serving afterwards. Needs `scripts/setup-ocr.sh` (CI runs it first).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -66,7 +66,7 @@ fn degenerate_regions_are_undefined_or_an_error_never_a_panic() {
 
 #[test]
 fn noise_and_hard_edges_are_read_without_a_panic_and_within_bounds() {
-    // Issue 13: random pixels (thousands of glyph-sized specks for the lone-glyph finder) and a frame of
+    // Random pixels (thousands of glyph-sized specks for the lone-glyph finder) and a frame of
     // 1-pixel stripes through every PP-OCR path: an answer, every box inside the region, never a panic.
     let mut p = PpOcr::new().unwrap();
     let mut seed = 13u64;

@@ -15,8 +15,8 @@ pub use plan::{
 };
 pub use signals::{Detectors, SignalConfig, SignalLevels, StuckSignal};
 pub use state::{
-    step, Command, Event, FrameChange, LoopConfig, LoopState, LoopStatus, RejectReason, StopReason,
-    SubgoalCheck, Trigger, VerdictCounts,
+    step, Command, Event, FrameChange, LoopConfig, LoopState, LoopStatus, Refusal, StopReason, SubgoalCheck,
+    Trigger, VerdictCounts,
 };
 
 /// Errors of the planner logic.

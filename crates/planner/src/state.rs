@@ -60,15 +60,7 @@ impl Default for LoopConfig {
     }
 }
 
-/// How the frame changed since the previous reflex tick (from frame classification).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FrameChange {
-    Unchanged,
-    Local,
-    Motion,
-    Scene,
-}
+pub use gamepilot_core::FrameChange;
 
 /// The active subgoal's postcondition value on one reflex tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,10 +86,10 @@ pub enum Trigger {
     Research,
 }
 
-/// Why a proposed action was not executed.
+/// Why the loop logic refused a proposed action before the executor saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RejectReason {
+pub enum Refusal {
     Stopped,
     NoActiveSubgoal,
     /// The target was refuted recently (FR-GND-007).
@@ -256,7 +248,7 @@ pub enum Command {
     },
     Reject {
         action: ActionId,
-        reason: RejectReason,
+        reason: Refusal,
     },
     Verdict {
         action: ActionId,
@@ -509,7 +501,7 @@ impl LoopState {
             if let Event::ActionProposed { action, .. } = event {
                 out.push(Command::Reject {
                     action,
-                    reason: RejectReason::Stopped,
+                    reason: Refusal::Stopped,
                 });
             }
             return out;
@@ -522,7 +514,7 @@ impl LoopState {
                 if let Event::ActionProposed { action, .. } = event {
                     out.push(Command::Reject {
                         action,
-                        reason: RejectReason::Stopped,
+                        reason: Refusal::Stopped,
                     });
                 }
                 return out;
@@ -721,35 +713,35 @@ impl LoopState {
     ) {
         let reject = |reason| Command::Reject { action, reason };
         if self.in_flight.contains_key(&action) {
-            out.push(reject(RejectReason::DuplicateActionId));
+            out.push(reject(Refusal::DuplicateActionId));
             return;
         }
         if let Some(max) = self.cfg.session_max_actions {
             if self.actions_executed >= max {
                 self.stop(StopReason::ActionBudget, out);
-                out.push(reject(RejectReason::Stopped));
+                out.push(reject(Refusal::Stopped));
                 return;
             }
         }
         if self.check_subgoal_budget(now, true, out) {
-            out.push(reject(RejectReason::SubgoalBudget));
+            out.push(reject(Refusal::SubgoalBudget));
             return;
         }
         let Some(subgoal) = self.active_subgoal() else {
-            out.push(reject(RejectReason::NoActiveSubgoal));
+            out.push(reject(Refusal::NoActiveSubgoal));
             return;
         };
         if target.is_some_and(|t| self.suppressor.is_suppressed(&t, self.tactical_tick)) {
-            out.push(reject(RejectReason::Suppressed));
+            out.push(reject(Refusal::Suppressed));
             return;
         }
         if self.ladder.current() == Some(Rung::AlternativeAction) && self.avoid_key.as_deref() == Some(&key) {
-            out.push(reject(RejectReason::NeedAlternative));
+            out.push(reject(Refusal::NeedAlternative));
             return;
         }
         let settle = Duration::from_millis(settle_ms.unwrap_or(self.cfg.settle_ms));
         if self.verifier.expect(action, expected, now, settle).is_err() {
-            out.push(reject(RejectReason::DuplicateActionId));
+            out.push(reject(Refusal::DuplicateActionId));
             return;
         }
         out.push(Command::Execute { action, subgoal });

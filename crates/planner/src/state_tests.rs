@@ -414,7 +414,7 @@ fn refuted_target_is_suppressed_for_bounded_ticks_and_not_retried() {
         c,
         vec![Command::Reject {
             action: b,
-            reason: RejectReason::Suppressed
+            reason: Refusal::Suppressed
         }]
     );
     let (d, c) = h.propose("click 6", mark(6));
@@ -701,7 +701,7 @@ fn ladder_climbs_rung_by_rung_only_on_failure_then_stops() {
         c,
         vec![Command::Reject {
             action: a,
-            reason: RejectReason::NeedAlternative
+            reason: Refusal::NeedAlternative
         }]
     );
     let (b, c) = h.propose("press down", None);
@@ -759,7 +759,7 @@ fn ladder_climbs_rung_by_rung_only_on_failure_then_stops() {
         c,
         vec![Command::Reject {
             action: z,
-            reason: RejectReason::Stopped
+            reason: Refusal::Stopped
         }]
     );
 }
@@ -881,7 +881,7 @@ fn stop_conditions() {
             },
             Command::Reject {
                 action: c3,
-                reason: RejectReason::Stopped
+                reason: Refusal::Stopped
             }
         ]
     );
@@ -947,7 +947,7 @@ fn subgoal_budget_abandons_and_replans() {
             },
             Command::Reject {
                 action: b,
-                reason: RejectReason::SubgoalBudget
+                reason: Refusal::SubgoalBudget
             },
         ]
     );
@@ -965,7 +965,7 @@ fn subgoal_budget_abandons_and_replans() {
         c,
         vec![Command::Reject {
             action: d,
-            reason: RejectReason::NoActiveSubgoal
+            reason: Refusal::NoActiveSubgoal
         }]
     );
     assert_eq!(h.s.histogram().count(FailureCause::Plan), 2);

@@ -843,7 +843,7 @@ mod tests {
 
     #[test]
     fn held_key_moves_player_and_release_stops_it() {
-        // Issue 2 done-when: a key held for 1 s moves the player; it stops when released.
+        // A key held for 1 s moves the player; it stops when released.
         let mut g = playing();
         let start = g.player;
         key(&mut g, "w", true, 1000.0);

@@ -15,7 +15,7 @@ use x11rb::protocol::xproto::ConnectionExt as _;
 
 #[test]
 fn arena_window_state_and_frame_dump() {
-    // Issue 2: capture of the practice game window is non-black and matches the game's own frame.
+    // Capture of the practice game window is non-black and matches the game's own frame.
     let mut bed = TestBed::start().expect("test bed (Xvfb + openbox)");
     let opts = ArenaOptions {
         seed: 11,

@@ -1,6 +1,6 @@
 //! The writer: creates the session folder, appends lines to `events.jsonl`, writes changed frames as PNG.
 //!
-//! Crash safety (issue 14): every record is flushed to the file as soon as it is written (a crash loses at
+//! Crash safety: every record is flushed to the file as soon as it is written (a crash loses at
 //! most the line being written, which the reader then skips), the file is fsynced every
 //! [`SYNC_EVERY`] and at [`Recorder::finish`]. Images inside prompt records are never inlined: each
 //! `data:image/…;base64,…` URL is stored once under `frames/` by content hash and the record names the file
@@ -27,8 +27,7 @@ pub const SYNC_EVERY: Duration = Duration::from_secs(2);
 /// Names of stored prompt images the writer remembers, so a repeated image costs no file system call.
 /// Past it the oldest name is forgotten: storing that image again finds its file already there
 /// (`create_new` answers AlreadyExists) and writes nothing, so forgetting costs one `open`, never a
-/// second copy. A prompt with a fresh image every tactical call would otherwise grow the set all hour
-/// (issue 14).
+/// second copy. A prompt with a fresh image every tactical call would otherwise grow the set all hour.
 pub const MAX_REMEMBERED_IMAGES: usize = 1024;
 
 /// Writes one session's recording. Write-only: nothing here reads a recording back (INV-CTX-002).
@@ -550,7 +549,7 @@ mod tests {
 
     #[test]
     fn every_record_reaches_the_file_before_finish() {
-        // issue 14 (recordings survive crashes): a record is on disk as soon as `record` returns, so a
+        // Recordings survive crashes: a record is on disk as soon as `record` returns, so a
         // kill -9 at any point loses at most the line being written.
         let tmp = tempfile::tempdir().unwrap();
         let mut r = Recorder::create(tmp.path(), header()).unwrap();
@@ -570,7 +569,7 @@ mod tests {
 
     #[test]
     fn externalize_images_replaces_data_urls_by_references() {
-        // issue 14: prompt records reference image files instead of embedding base64
+        // Prompt records reference image files instead of embedding base64
         let png = b"\x89PNG\r\n\x1a\nfake";
         let b64 = base64::engine::general_purpose::STANDARD.encode(png);
         let mut v = serde_json::json!({
@@ -607,7 +606,7 @@ mod tests {
 
     #[test]
     fn remembered_image_names_are_bounded_and_a_forgotten_image_is_not_written_twice() {
-        // INV-CTX-002, issue 14 item 5: a fresh image every call for longer than the memo holds
+        // INV-CTX-002: a fresh image every call for longer than the memo holds
         let tmp = tempfile::tempdir().unwrap();
         let mut r = Recorder::create(tmp.path(), header()).unwrap();
         let n = MAX_REMEMBERED_IMAGES + 40;
@@ -639,7 +638,7 @@ mod tests {
 
     #[test]
     fn prompt_images_are_stored_once_by_content_hash() {
-        // issue 14: an hour of prompts holds each distinct image once, as a file the record names
+        // An hour of prompts holds each distinct image once, as a file the record names
         let tmp = tempfile::tempdir().unwrap();
         let mut r = Recorder::create(tmp.path(), header()).unwrap();
         let b64 = base64::engine::general_purpose::STANDARD.encode(b"same image bytes");
@@ -677,7 +676,7 @@ mod tests {
 
     #[test]
     fn frame_file_names_are_only_what_the_writer_makes() {
-        // issue 14: readers accept only these names
+        // Readers accept only these names
         for ok in ["000001.png", "1234567.png", &image_file_name(b"x", "image/jpeg")] {
             assert!(is_frame_file_name(ok), "{ok}");
         }

@@ -1,6 +1,6 @@
 //! The recording reader: streams `events.jsonl` line by line with a bounded line length, skips and counts
 //! corrupt lines wherever they are, checks the schema version, and opens frame files only by the names the
-//! writer produces, with bounded reads (issue 14: a recording is input from outside and may be hostile).
+//! writer produces, with bounded reads (a recording is input from outside and may be hostile).
 
 use crate::ReplayError;
 use gamepilot_recording::{is_frame_file_name, Line, Record, SessionStart, SCHEMA_VERSION};
@@ -272,7 +272,7 @@ mod tests {
         let r = Recording::parse(d, p, &cut).unwrap();
         assert_eq!(r.lines.len(), 2);
         assert!(r.truncated);
-        // a bad line that is not the last one is skipped and counted (issue 14)
+        // a bad line that is not the last one is skipped and counted
         let bad = format!("{v1}\n{{\"seq\":1\n{note}");
         let r = Recording::parse(d, p, &bad).unwrap();
         assert_eq!((r.lines.len(), r.corrupt_lines, r.truncated), (2, 1, false));
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn corrupt_lines_anywhere_are_skipped_and_counted() {
-        // issue 14 (recordings survive crashes): the reader reads on past garbage
+        // Recordings survive crashes: the reader reads on past garbage
         let d = Path::new("/x");
         let p = Path::new("/x/events.jsonl");
         let v1 = r#"{"seq":0,"t_us":0,"kind":"session_start","schema_version":1,"tool":"t","goal":"g","window":"w","started_unix_ms":0,"config":{}}"#;
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn frames_are_read_only_by_writer_names_and_bounded() {
-        // issue 14: a recording naming ../../.ssh/id_rsa or /dev/zero is refused
+        // A recording naming ../../.ssh/id_rsa or /dev/zero is refused
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("rec");
         std::fs::create_dir_all(dir.join("frames")).unwrap();

@@ -42,7 +42,7 @@ impl Default for LabelRule {
 
 /// What the detectors are fed, in recorded order (the inputs `LoopState` hands to its `Detectors`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Input {
+pub enum DetectorInput {
     Tick {
         t_us: u64,
         changed: bool,
@@ -61,10 +61,12 @@ pub enum Input {
     },
 }
 
-impl Input {
+impl DetectorInput {
     pub fn t_us(&self) -> u64 {
         match self {
-            Input::Tick { t_us, .. } | Input::Action { t_us, .. } | Input::Verdict { t_us, .. } => *t_us,
+            DetectorInput::Tick { t_us, .. }
+            | DetectorInput::Action { t_us, .. }
+            | DetectorInput::Verdict { t_us, .. } => *t_us,
         }
     }
 }
@@ -85,7 +87,7 @@ pub struct Timeline {
     pub name: String,
     pub start_us: u64,
     pub end_us: u64,
-    pub inputs: Vec<Input>,
+    pub inputs: Vec<DetectorInput>,
     pub progress: Vec<(u64, ProgressKind)>,
 }
 
@@ -145,7 +147,7 @@ pub fn timeline(rec: &Recording) -> Result<Timeline, ReplayError> {
                 if sensor.on_tick(MonoTime(t), true, 0, progress).1 {
                     tl.progress.push((t, ProgressKind::Sensor));
                 }
-                tl.inputs.push(Input::Tick {
+                tl.inputs.push(DetectorInput::Tick {
                     t_us: t,
                     changed: change != FrameChange::Unchanged,
                     held,
@@ -156,7 +158,7 @@ pub fn timeline(rec: &Recording) -> Result<Timeline, ReplayError> {
             Event::ActionProposed { key, .. }
                 if cmds.iter().any(|c| matches!(c, Command::Execute { .. })) =>
             {
-                tl.inputs.push(Input::Action {
+                tl.inputs.push(DetectorInput::Action {
                     t_us: t,
                     signature,
                     key,
@@ -171,7 +173,7 @@ pub fn timeline(rec: &Recording) -> Result<Timeline, ReplayError> {
                     if verdict == Verdict::Confirmed {
                         tl.progress.push((t, ProgressKind::Confirmed));
                     }
-                    tl.inputs.push(Input::Verdict { t_us: t, verdict });
+                    tl.inputs.push(DetectorInput::Verdict { t_us: t, verdict });
                 }
                 Command::SubgoalCompleted { .. } => tl.progress.push((t, ProgressKind::Subgoal)),
                 Command::Stop { .. } => stop = true,
@@ -312,7 +314,7 @@ pub fn levels(tl: &Timeline, base: SignalConfig, rule: &LabelRule) -> Vec<(Stuck
         feed(&mut d, input);
         let l = d.levels(MonoTime(t));
         match input {
-            Input::Tick { .. } => {
+            DetectorInput::Tick { .. } => {
                 if let Some(v) = l.stasis_ms {
                     out.push((StuckSignal::PerceptualStasis, lab, v as f64));
                 }
@@ -321,8 +323,10 @@ pub fn levels(tl: &Timeline, base: SignalConfig, rule: &LabelRule) -> Vec<(Stuck
                     out.push((StuckSignal::ProgressStalled, lab, v as f64));
                 }
             }
-            Input::Action { .. } => out.push((StuckSignal::RepeatingCycle, lab, l.cycle_repeats as f64)),
-            Input::Verdict { .. } => {
+            DetectorInput::Action { .. } => {
+                out.push((StuckSignal::RepeatingCycle, lab, l.cycle_repeats as f64))
+            }
+            DetectorInput::Verdict { .. } => {
                 if let Some(v) = l.unverified_fraction {
                     out.push((StuckSignal::UnverifiedRate, lab, v));
                 }
@@ -347,19 +351,19 @@ pub fn threshold(signal: StuckSignal, cfg: &SignalConfig) -> f64 {
 /// its signal reached in any progressing moment of the corpus.
 pub const MARGIN: f64 = 1.5;
 
-fn feed(d: &mut Detectors, input: &Input) -> Vec<StuckSignal> {
+fn feed(d: &mut Detectors, input: &DetectorInput) -> Vec<StuckSignal> {
     match input {
-        Input::Tick {
+        DetectorInput::Tick {
             t_us,
             changed,
             held,
             progress,
         } => d.on_tick(MonoTime(*t_us), *changed, *held, *progress).0,
-        Input::Action { t_us, signature, key } => d
+        DetectorInput::Action { t_us, signature, key } => d
             .on_action(MonoTime(*t_us), *signature, key)
             .into_iter()
             .collect(),
-        Input::Verdict { verdict, .. } => d.on_verdict(*verdict),
+        DetectorInput::Verdict { verdict, .. } => d.on_verdict(*verdict),
     }
 }
 
@@ -370,7 +374,7 @@ pub fn firings(tl: &Timeline, cfg: SignalConfig, signal: StuckSignal) -> Vec<u64
     tl.inputs
         .iter()
         .filter(|i| feed(&mut d, i).contains(&signal))
-        .map(Input::t_us)
+        .map(DetectorInput::t_us)
         .collect()
 }
 
@@ -608,8 +612,8 @@ pub fn calibrate(corpus: &[Timeline], base: SignalConfig, rule: &LabelRule) -> C
         let ticks: Vec<u64> = tl
             .inputs
             .iter()
-            .filter(|i| matches!(i, Input::Tick { .. }))
-            .map(Input::t_us)
+            .filter(|i| matches!(i, DetectorInput::Tick { .. }))
+            .map(DetectorInput::t_us)
             .collect();
         for w in ticks.windows(2) {
             match label_at(&ev, tl.end_us, rule, w[0]) {
@@ -624,12 +628,12 @@ pub fn calibrate(corpus: &[Timeline], base: SignalConfig, rule: &LabelRule) -> C
             actions: tl
                 .inputs
                 .iter()
-                .filter(|i| matches!(i, Input::Action { .. }))
+                .filter(|i| matches!(i, DetectorInput::Action { .. }))
                 .count(),
             verdicts: tl
                 .inputs
                 .iter()
-                .filter(|i| matches!(i, Input::Verdict { .. }))
+                .filter(|i| matches!(i, DetectorInput::Verdict { .. }))
                 .count(),
             progress_events: ev.len(),
             stretches: stretches(tl, rule).len(),
@@ -677,8 +681,8 @@ pub fn calibrate(corpus: &[Timeline], base: SignalConfig, rule: &LabelRule) -> C
 mod tests {
     use super::*;
 
-    fn tick(t_ms: u64, changed: bool, held: u32) -> Input {
-        Input::Tick {
+    fn tick(t_ms: u64, changed: bool, held: u32) -> DetectorInput {
+        DetectorInput::Tick {
             t_us: t_ms * 1000,
             changed,
             held,
@@ -686,7 +690,7 @@ mod tests {
         }
     }
 
-    fn tl(inputs: Vec<Input>, progress: Vec<u64>, end_ms: u64) -> Timeline {
+    fn tl(inputs: Vec<DetectorInput>, progress: Vec<u64>, end_ms: u64) -> Timeline {
         Timeline {
             name: "t".into(),
             start_us: 0,
@@ -727,7 +731,7 @@ mod tests {
             confirmed_is_progress: false,
         };
         // A key held for 60 s on a screen that changes once, at 12 s; progress at 12 s and 40 s.
-        let mut inputs: Vec<Input> = (0..600).map(|k| tick(k * 100, k == 120, 1)).collect();
+        let mut inputs: Vec<DetectorInput> = (0..600).map(|k| tick(k * 100, k == 120, 1)).collect();
         inputs.push(tick(60_000, false, 0));
         let t = tl(inputs, vec![12_000, 40_000], 60_000);
         // stuck stretches: before the first event (0-2 s), 12-30 s, 40-50 s

@@ -1,4 +1,4 @@
-//! Corrupt and hostile recordings through the reader, the replay driver and the report (issue 14): byte
+//! Corrupt and hostile recordings through the reader, the replay driver and the report: byte
 //! flips, cuts, garbage lines, overlong lines, and frame names that point outside the recording. Nothing
 //! may panic, and nothing outside the recording's `frames/` may be read. A deterministic stand-in for the
 //! cargo-fuzz target `fuzz/fuzz_targets/recording_reader.rs`, run on every `cargo test`.
@@ -94,7 +94,7 @@ fn mutate(base: &[u8], rng: &mut Rng) -> Vec<u8> {
 
 #[test]
 fn hostile_recordings_never_panic_and_never_read_outside_frames() {
-    // issue 14 (recordings survive crashes; report/replay accept only writer frame names), INV-CTX-002
+    // Recordings survive crashes; report/replay accept only writer frame names; INV-CTX-002
     let tmp = tempfile::tempdir().unwrap();
     let secret = b"SECRET-KEY-MATERIAL-0123456789";
     std::fs::write(tmp.path().join("secret"), secret).unwrap();

@@ -11,8 +11,8 @@ use gamepilot_core::FrameView;
 use gamepilot_core::{ElementId, MonoTime, PixelFormat, SubgoalId};
 use gamepilot_grounding::{ActionId, Evidence, ExpectedChange, FailureFacts, GroundingPath, Target, Verdict};
 use gamepilot_planner::{
-    Budget, Command, Event, FrameChange, LoopConfig, LoopState, PlanSpec, PostconditionRef, RejectReason,
-    Rung, SignalConfig, StopReason, StuckSignal, SubgoalSpec, Trigger,
+    Budget, Command, Event, FrameChange, LoopConfig, LoopState, PlanSpec, PostconditionRef, Refusal, Rung,
+    SignalConfig, StopReason, StuckSignal, SubgoalSpec, Trigger,
 };
 use gamepilot_recording::{Record, Recorder, SessionStart, SCHEMA_VERSION};
 use gamepilot_replay::{replay, Analysis, Recording};
@@ -802,11 +802,11 @@ fn refuted_grounding_is_suppressed_and_not_retried() {
     // proposals 2 and 3 (mark 5 again) are refused, never executed
     assert!(c.contains(&&Command::Reject {
         action: ActionId(2),
-        reason: RejectReason::Suppressed
+        reason: Refusal::Suppressed
     }));
     assert!(c.contains(&&Command::Reject {
         action: ActionId(3),
-        reason: RejectReason::Suppressed
+        reason: Refusal::Suppressed
     }));
     assert!(!c.iter().any(|c| matches!(
         c,
@@ -929,7 +929,7 @@ fn ladder_advances_rung_by_rung() {
     assert!(c.iter().any(|c| matches!(
         c,
         Command::Reject {
-            reason: RejectReason::NeedAlternative,
+            reason: Refusal::NeedAlternative,
             ..
         }
     )));

@@ -9,7 +9,7 @@ pub enum ResearchError {
     /// The configuration the user wrote is not usable.
     #[error("invalid research configuration: {reason}")]
     InvalidConfig { reason: String },
-    /// The research worker panicked on one request; it goes on with the next (issue 14).
+    /// The research worker panicked on one request; it goes on with the next.
     #[error("the research worker panicked: {detail}")]
     WorkerPanicked { detail: String },
     /// A query was empty after normalisation.

@@ -461,7 +461,7 @@ fn is_public(ip: IpAddr) -> bool {
         }
         IpAddr::V6(v6) => {
             let s = v6.segments();
-            // Addresses that carry an IPv4 address reach that address: judge them by it (issue 14).
+            // Addresses that carry an IPv4 address reach that address: judge them by it.
             if let Some(v4) = embedded_ipv4(&v6) {
                 return is_public(IpAddr::V4(v4));
             }
@@ -541,7 +541,7 @@ mod tests {
 
     #[test]
     fn ipv6_forms_that_embed_a_private_ipv4_are_blocked() {
-        // issue 14, FR-SKILL-005: NAT64, 6to4, IPv4-compatible, -mapped and -translated addresses are
+        // FR-SKILL-005: NAT64, 6to4, IPv4-compatible, -mapped and -translated addresses are
         // judged by the IPv4 address they reach
         for a in [
             "64:ff9b::7f00:1",     // NAT64 → 127.0.0.1

@@ -512,7 +512,7 @@ mod tests {
 
     #[test]
     fn guard_rejects_short_screen_tokens_too() {
-        // issue 14, FR-SKILL-003: a search query never carries screen text, short tokens included
+        // FR-SKILL-003: a search query never carries screen text, short tokens included
         let screen = ScreenText::new(
             "Whisper from bob: pw hunter2, room 4521, mail bob.smith@example.com\nLevel 3  Moves: 12".into(),
         );

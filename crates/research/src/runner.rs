@@ -59,7 +59,7 @@ impl ResearchRunner {
                     }
                     let mut log = ResearchLog::new();
                     // A panic loses this request, not the worker: it is reported as the request's
-                    // outcome and the next request runs (restarting research is safe, issue 14).
+                    // outcome and the next request runs (restarting research is safe).
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         researcher.run(id.0, &request, &mut log)
                     }))

@@ -906,7 +906,7 @@ fn nothing_is_cached_between_requests() {
 
 #[test]
 fn fifty_failing_results_cost_at_most_max_fetch_attempts_fetches_and_log_records() {
-    // FR-SKILL-003, issue 14 item 5: a search that returns fifty dead links is read only as far as
+    // FR-SKILL-003: a search that returns fifty dead links is read only as far as
     // `max_fetch_attempts`; the outcome's failures and the request's log records are bounded by it (the
     // first results tried, the rest never fetched).
     let fx = Fixture::start(|_| (0..50).map(|i| format!("/missing{i}")).collect());
@@ -930,7 +930,7 @@ fn fifty_failing_results_cost_at_most_max_fetch_attempts_fetches_and_log_records
     assert_eq!(log.entries().len(), 3 + limits.max_fetch_attempts);
 }
 
-/// A synthesizer that panics: the research worker must survive it (issue 14).
+/// A synthesizer that panics: the research worker must survive it.
 struct PanickingSynthesizer;
 
 impl Synthesizer for PanickingSynthesizer {
@@ -948,7 +948,7 @@ impl Synthesizer for PanickingSynthesizer {
 
 #[test]
 fn a_panic_in_research_synthesis_is_contained_and_the_worker_goes_on() {
-    // issue 14: no thread dies silently; research is restarted per request (safe: it holds no input)
+    // No thread dies silently; research is restarted per request (safe: it holds no input)
     let fx = Fixture::start(|_| paths(&["/guide"]));
     let (mut runner, events) = ResearchRunner::spawn(config(&fx), Arc::new(PanickingSynthesizer)).unwrap();
     for _ in 0..2 {

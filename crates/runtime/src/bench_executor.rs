@@ -8,7 +8,7 @@ use crate::RuntimeError;
 use crate::Ticker;
 use gamepilot_core::action::Intention;
 use gamepilot_core::{Keysym, MonoTime, Point, Size, TransformChain};
-use gamepilot_executor::{Context, Executor, ExecutorConfig, TickInput};
+use gamepilot_executor::{Executor, ExecutorConfig, SubmitContext, TickInput};
 use gamepilot_guardian::{monotonic_us, send_signal, SharedState, Signal};
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestInput};
 use gamepilot_x11::X11;
@@ -62,7 +62,7 @@ fn eight(now: MonoTime, chain: TransformChain) -> Result<Executor, RuntimeError>
         max_actions_per_s: 100,
         ..Default::default()
     });
-    let ctx = Context {
+    let ctx = SubmitContext {
         now,
         foreground: true,
         chain: Some(chain),

@@ -17,7 +17,7 @@ pub struct DeliberationRequest {
     pub now: MonoTime,
     /// The first subgoal id this pass may use (ids are never reused within a session).
     pub first_id: u32,
-    /// The latest marked screenshot at the deliberative budget, for a model that sees images (issue 15).
+    /// The latest marked screenshot at the deliberative budget, for a model that sees images.
     pub image: Option<ImagePart>,
 }
 

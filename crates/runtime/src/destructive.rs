@@ -300,7 +300,7 @@ mod tests {
         let obs = p.observe(
             &view,
             gamepilot_core::MonoTime::ZERO,
-            gamepilot_vision::FrameClass::Scene,
+            gamepilot_vision::FrameChange::Scene,
             &lines,
         );
         (obs.texts, view.bounds())

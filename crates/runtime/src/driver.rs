@@ -1,4 +1,4 @@
-//! The one reflex driver of `gamepilot act` and `gamepilot run` (issue 12): the ADR-0035 tick with every
+//! The one reflex driver of `gamepilot act` and `gamepilot run`: the ADR-0035 tick with every
 //! interlock around the pure executor, written once. Each tick is `begin_tick` (guardian alive, halt flag,
 //! target sample, window tracking, user input) → submits against `context()` → `step` (executor tick →
 //! the single XTest sink → publish the held set → audit against the server → indicator). What happened
@@ -8,196 +8,34 @@
 //! Also here, because both commands need them: camera calibration through the executor (FR-ACT-004),
 //! and the frame-health and capture-retry state machines the reflex of `run` applies (FR-PERC-009).
 
-use crate::interlocks::{Divergence, TargetSample};
+use crate::interlocks::{HeldDivergence, TargetSample};
 use crate::now;
 use crate::RuntimeError;
 use crate::{GuardianHandle, Ticker};
 use gamepilot_core::action::{Action, Intention};
-use gamepilot_core::{Chord, MonoTime, Rect, TransformChain};
+use gamepilot_core::{
+    Chord, FrameHealth, FrameProblem, HaltCause, Interlock, MonoTime, Rect, TransformChain,
+};
 use gamepilot_executor::calibrate::{Axis, Calibrator, CameraCalibration};
 use gamepilot_executor::{
-    ActionId, CameraScale, CancelReason, Context as ExecContext, ExecState, Executor, ExecutorConfig,
-    HaltReason, RejectReason, Rejection, Report, ReportKind, TickInput,
+    ActionEnd, ActionId, CameraScale, CancelReason, ExecState, Executor, ExecutorConfig, HaltReason,
+    RejectReason, Rejection, Report, SubmitContext as ExecContext, TickInput,
 };
 use gamepilot_x11::indicator::Indicator;
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestSink};
-use gamepilot_x11::tracking::{FrameProblem, WindowChange, WindowTracker};
+use gamepilot_x11::tracking::{WindowChange, WindowTracker};
 use gamepilot_x11::userinput::{RawInputWatch, RawKind, Watch};
 use gamepilot_x11::{WindowCapturer, X11};
 use serde::Serialize;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-/// Why input was halted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HaltCause {
-    /// The panic chord, seen by the guardian (FR-SAFE-001).
-    Panic,
-    /// The guardian found the heartbeat stale (a hung or stopped core).
-    StaleHeartbeat,
-    /// The guardian saw the core die (only another process can report this one).
-    CoreDied,
-    /// The session's wall-clock budget is spent (FR-SAFE-004).
-    BudgetSpent,
-    /// The guardian was told to stop (SIGTERM) and released everything before it exited.
-    GuardianStopped,
-    /// The halt flag was set with a cause this build does not know.
-    Unknown,
-}
-
-impl HaltCause {
-    fn of(reason: HaltReason, flag: Option<gamepilot_guardian::shm::HaltCause>) -> HaltCause {
-        use gamepilot_guardian::shm::HaltCause as G;
-        match (reason, flag) {
-            (HaltReason::BudgetSpent, _) => HaltCause::BudgetSpent,
-            (_, Some(G::Panic)) => HaltCause::Panic,
-            (_, Some(G::StaleHeartbeat)) => HaltCause::StaleHeartbeat,
-            (_, Some(G::CoreDied)) => HaltCause::CoreDied,
-            (_, Some(G::GuardianStopped)) => HaltCause::GuardianStopped,
-            (HaltReason::HaltFlag, None) => HaltCause::Unknown,
-        }
-    }
-}
-
-/// The state of the captured frame (FR-PERC-009), reported in every reflex tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum FrameState {
-    /// A usable frame.
-    Ok,
-    /// The frame is black (not drawn yet, or a mode whose diagnosis is still within its grace period).
-    Black,
-    /// The frame's pixels have not changed for longer than the frozen bound (hung or paused game).
-    Frozen,
-    /// Another window covers part of the target's client area: clicks there would land on it.
-    Occluded,
-    /// Capture failed; retried with back-off (a transient failure).
-    CaptureError,
-    /// An unsupported window mode: capture cannot work until the user changes something.
-    Unsupported { problem: FrameProblem },
-}
-
-impl FrameState {
-    pub fn name(&self) -> &'static str {
-        match self {
-            FrameState::Ok => "ok",
-            FrameState::Black => "black",
-            FrameState::Frozen => "frozen",
-            FrameState::Occluded => "occluded",
-            FrameState::CaptureError => "capture_error",
-            FrameState::Unsupported { .. } => "unsupported",
-        }
-    }
-}
-
-impl fmt::Display for FrameState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FrameState::Unsupported { problem } => write!(f, "unsupported ({problem:?})"),
-            s => f.write_str(s.name()),
-        }
-    }
-}
-
-/// What an interlock or safety event was. `detail` (beside it in messages) is for people only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InterlockKind {
-    /// Real-device input: paused and everything released (FR-SAFE-002).
-    UserInput,
-    /// Halted (INV-SAFE-002).
-    Halt(HaltCause),
-    /// The guardian process exited: input is disarmed (FR-SAFE-003).
-    GuardianGone,
-    /// The target is not in the foreground while actions are active (INV-ACT-001).
-    FocusLost,
-    /// A denied chord was about to form at execution time and the action was stopped (INV-ACT-003).
-    DeniedKey,
-    /// A key or button reached the max hold and was released (FR-SAFE-004).
-    MaxHold,
-    /// The frame's state changed (FR-PERC-009).
-    FrameHealth(FrameState),
-    /// The window moved, resized or changed scale or monitor; the chain is now `generation`
-    /// (FR-PERC-002).
-    WindowChanged { generation: u64 },
-    /// The held record and the server disagreed; resolved by releasing (INV-ACT-002).
-    HeldDivergence,
-}
-
-impl InterlockKind {
-    /// The stable snake_case name written to recordings and `act`'s JSON lines.
-    pub fn name(&self) -> &'static str {
-        match self {
-            InterlockKind::UserInput => "user_input",
-            InterlockKind::Halt(_) => "halt",
-            InterlockKind::GuardianGone => "guardian_gone",
-            InterlockKind::FocusLost => "focus_lost",
-            InterlockKind::DeniedKey => "denied_key",
-            InterlockKind::MaxHold => "max_hold",
-            InterlockKind::FrameHealth(_) => "frame_health",
-            InterlockKind::WindowChanged { .. } => "window_changed",
-            InterlockKind::HeldDivergence => "held_divergence",
-        }
-    }
-
-    /// Whether the session cannot go on after it (the executor is halted or disarmed). The user's input
-    /// pauses a session until their resume (FR-SAFE-002); `act`, a script, ends on it.
-    pub fn stops_session(&self) -> bool {
-        matches!(self, InterlockKind::Halt(_) | InterlockKind::GuardianGone)
-    }
-}
-
-/// How an accepted action ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "end", rename_all = "snake_case")]
-pub enum ActionEnd {
-    Finished,
-    Cancelled {
-        reason: CancelReason,
-    },
-    /// Held past the max hold: released and ended (FR-SAFE-004).
-    ForcedRelease {
-        input: String,
-        held_ms: u64,
-    },
-    /// Stopped at execution time (a denied chord formed by composition, a target gone off the window).
-    Blocked {
-        reason: RejectReason,
-    },
-}
-
-impl ActionEnd {
-    pub fn is_finished(&self) -> bool {
-        matches!(self, ActionEnd::Finished)
-    }
-}
-
-impl From<&ReportKind> for ActionEnd {
-    fn from(k: &ReportKind) -> Self {
-        match k {
-            ReportKind::Finished => ActionEnd::Finished,
-            ReportKind::Cancelled { reason } => ActionEnd::Cancelled { reason: *reason },
-            ReportKind::ForcedRelease { input, held_ms } => ActionEnd::ForcedRelease {
-                input: input.clone(),
-                held_ms: *held_ms,
-            },
-            ReportKind::Blocked { reason } => ActionEnd::Blocked {
-                reason: reason.clone(),
-            },
-        }
-    }
-}
-
-impl fmt::Display for ActionEnd {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ActionEnd::Finished => f.write_str("finished"),
-            ActionEnd::Cancelled { reason } => write!(f, "cancelled ({reason:?})"),
-            ActionEnd::ForcedRelease { input, held_ms } => {
-                write!(f, "{input} released after {held_ms} ms: the max hold")
-            }
-            ActionEnd::Blocked { reason } => write!(f, "blocked: {reason}"),
-        }
+/// What halted input: the budget, else the cause the guardian wrote beside the halt flag.
+fn halt_cause(reason: HaltReason, flag: Option<HaltCause>) -> HaltCause {
+    match (reason, flag) {
+        (HaltReason::BudgetSpent, _) => HaltCause::BudgetSpent,
+        (_, Some(cause)) => cause,
+        (HaltReason::HaltFlag, None) => HaltCause::Unknown,
     }
 }
 
@@ -211,9 +49,9 @@ pub enum DriverEvent {
     /// A key with no keycode on this keyboard was skipped.
     Undeliverable(String),
     /// The held record diverged from the server (already resolved by releasing).
-    Divergence(Divergence),
+    HeldDivergence(HeldDivergence),
     Interlock {
-        kind: InterlockKind,
+        kind: Interlock,
         detail: String,
     },
 }
@@ -238,15 +76,15 @@ pub enum DriverStop {
 
 impl DriverStop {
     /// The interlock this stop is, for the loop and the recording.
-    pub fn interlock(&self) -> Option<(InterlockKind, String)> {
+    pub fn interlock(&self) -> Option<(Interlock, String)> {
         match self {
             DriverStop::UserInput { device, .. } => {
-                Some((InterlockKind::UserInput, format!("paused by {device}")))
+                Some((Interlock::UserInput, format!("paused by {device}")))
             }
             DriverStop::Halted { reason, cause } => {
-                Some((InterlockKind::Halt(*cause), format!("{reason:?} {cause:?}")))
+                Some((Interlock::Halt { cause: *cause }, format!("{reason:?} {cause:?}")))
             }
-            DriverStop::GuardianGone(why) => Some((InterlockKind::GuardianGone, why.clone())),
+            DriverStop::GuardianGone(why) => Some((Interlock::GuardianGone, why.clone())),
             DriverStop::WindowGone => None,
         }
     }
@@ -300,7 +138,7 @@ pub struct Driver {
     last_audit: Instant,
     last_raise: Instant,
     sample: TargetSample,
-    halt: Option<gamepilot_guardian::shm::HaltCause>,
+    halt: Option<HaltCause>,
     generation: u64,
     changed: bool,
     focus_lost_reported: bool,
@@ -476,7 +314,7 @@ impl Driver {
                     let _ = ind.follow(r);
                 }
                 out.push(DriverEvent::Interlock {
-                    kind: InterlockKind::WindowChanged {
+                    kind: Interlock::WindowChanged {
                         generation: chain.generation,
                     },
                     detail: describe_changes(&changes, &chain),
@@ -510,6 +348,17 @@ impl Driver {
             Some(g) => self.ex.submit_grounded(intention, g, &ctx),
             None => self.ex.submit(intention, &ctx),
         }
+    }
+
+    /// Submit under the session's own id, grounded in transform-chain generation `grounded`.
+    pub fn submit_as(
+        &mut self,
+        id: ActionId,
+        intention: &Intention,
+        grounded: u64,
+    ) -> Result<ActionId, Rejection> {
+        let ctx = self.context();
+        self.ex.submit_as(id, intention, grounded, &ctx)
     }
 
     /// The steering controller's wish for steering action `id` (see [`Executor::steer`]).
@@ -558,10 +407,10 @@ impl Driver {
     fn audit(&mut self, out: &mut Vec<DriverEvent>) -> Result<(), RuntimeError> {
         if let Some(d) = crate::interlocks::audit(self.sink.as_mut(), self.ex.held())? {
             out.push(DriverEvent::Interlock {
-                kind: InterlockKind::HeldDivergence,
+                kind: Interlock::HeldDivergence,
                 detail: format!("{d:?}"),
             });
-            out.push(DriverEvent::Divergence(d));
+            out.push(DriverEvent::HeldDivergence(d));
         }
         self.last_audit = Instant::now();
         Ok(())
@@ -581,14 +430,14 @@ impl Driver {
         self.publish();
         for r in o.reports {
             match &r.kind {
-                ReportKind::ForcedRelease { input, held_ms } => out.push(DriverEvent::Interlock {
-                    kind: InterlockKind::MaxHold,
+                ActionEnd::ForcedRelease { input, held_ms } => out.push(DriverEvent::Interlock {
+                    kind: Interlock::MaxHold,
                     detail: format!("{input} released after {held_ms} ms"),
                 }),
-                ReportKind::Blocked {
+                ActionEnd::Blocked {
                     reason: RejectReason::DeniedChord { chord },
                 } => out.push(DriverEvent::Interlock {
-                    kind: InterlockKind::DeniedKey,
+                    kind: Interlock::DeniedKey,
                     detail: format!("{chord} would have formed; action {} stopped", r.id.0),
                 }),
                 _ => {}
@@ -602,13 +451,13 @@ impl Driver {
             self.audit(out)?;
             return Ok(Some(DriverStop::Halted {
                 reason,
-                cause: HaltCause::of(reason, self.halt),
+                cause: halt_cause(reason, self.halt),
             }));
         }
         let lost = !self.sample.foreground && self.ex.active() > 0;
         if lost && !self.focus_lost_reported {
             out.push(DriverEvent::Interlock {
-                kind: InterlockKind::FocusLost,
+                kind: Interlock::FocusLost,
                 detail: "target not foreground: everything released, nothing delivered".into(),
             });
         }
@@ -943,7 +792,7 @@ pub struct HealthJudge {
     same: Option<(u64, MonoTime)>,
     /// Pixels unchanged for this long read as frozen.
     pub frozen_after: Duration,
-    last: FrameState,
+    last: FrameHealth,
 }
 
 /// What one tick saw.
@@ -962,18 +811,18 @@ impl Default for HealthJudge {
         HealthJudge {
             same: None,
             frozen_after: Duration::from_secs(30),
-            last: FrameState::Ok,
+            last: FrameHealth::Ok,
         }
     }
 }
 
 impl HealthJudge {
-    pub fn state(&self) -> FrameState {
+    pub fn state(&self) -> FrameHealth {
         self.last
     }
 
     /// Judge one tick; returns the state and whether it changed since the previous tick.
-    pub fn judge(&mut self, seen: FrameSeen, now: MonoTime) -> (FrameState, bool) {
+    pub fn judge(&mut self, seen: FrameSeen, now: MonoTime) -> (FrameHealth, bool) {
         let frozen = match seen.signature {
             Some(sig) => match self.same {
                 Some((s, since)) if s == sig => now.since(since) >= self.frozen_after,
@@ -985,17 +834,17 @@ impl HealthJudge {
             None => false,
         };
         let state = if let Some(problem) = seen.unsupported {
-            FrameState::Unsupported { problem }
+            FrameHealth::Unsupported { problem }
         } else if seen.signature.is_none() {
-            FrameState::CaptureError
+            FrameHealth::CaptureError
         } else if seen.black {
-            FrameState::Black
+            FrameHealth::Black
         } else if seen.occluded {
-            FrameState::Occluded
+            FrameHealth::Occluded
         } else if frozen {
-            FrameState::Frozen
+            FrameHealth::Frozen
         } else {
-            FrameState::Ok
+            FrameHealth::Ok
         };
         let changed = state != self.last;
         self.last = state;
@@ -1024,29 +873,29 @@ mod tests {
             ..HealthJudge::default()
         };
         let t = MonoTime::from_millis;
-        assert_eq!(j.judge(seen(Some(1)), t(0)), (FrameState::Ok, false));
-        assert_eq!(j.judge(seen(Some(1)), t(1000)), (FrameState::Ok, false));
-        assert_eq!(j.judge(seen(Some(1)), t(2100)), (FrameState::Frozen, true));
-        assert_eq!(j.judge(seen(Some(1)), t(2200)), (FrameState::Frozen, false));
-        assert_eq!(j.judge(seen(Some(2)), t(2300)), (FrameState::Ok, true));
+        assert_eq!(j.judge(seen(Some(1)), t(0)), (FrameHealth::Ok, false));
+        assert_eq!(j.judge(seen(Some(1)), t(1000)), (FrameHealth::Ok, false));
+        assert_eq!(j.judge(seen(Some(1)), t(2100)), (FrameHealth::Frozen, true));
+        assert_eq!(j.judge(seen(Some(1)), t(2200)), (FrameHealth::Frozen, false));
+        assert_eq!(j.judge(seen(Some(2)), t(2300)), (FrameHealth::Ok, true));
         let black = FrameSeen {
             black: true,
             ..seen(Some(0))
         };
-        assert_eq!(j.judge(black, t(2400)), (FrameState::Black, true));
+        assert_eq!(j.judge(black, t(2400)), (FrameHealth::Black, true));
         let occluded = FrameSeen {
             occluded: true,
             ..seen(Some(3))
         };
-        assert_eq!(j.judge(occluded, t(2500)), (FrameState::Occluded, true));
-        assert_eq!(j.judge(seen(None), t(2600)), (FrameState::CaptureError, true));
+        assert_eq!(j.judge(occluded, t(2500)), (FrameHealth::Occluded, true));
+        assert_eq!(j.judge(seen(None), t(2600)), (FrameHealth::CaptureError, true));
         let gl = FrameSeen {
             unsupported: Some(FrameProblem::BlackGlPixmap),
             ..black
         };
         assert_eq!(
             j.judge(gl, t(2700)).0,
-            FrameState::Unsupported {
+            FrameHealth::Unsupported {
                 problem: FrameProblem::BlackGlPixmap
             }
         );
@@ -1086,28 +935,17 @@ mod tests {
     }
 
     #[test]
-    fn action_ends_and_interlocks_are_typed() {
-        // FR-ACT-006, issue 12: no string compared
-        let end = ActionEnd::from(&ReportKind::Blocked {
-            reason: RejectReason::DeniedChord {
-                chord: "alt+F4".into(),
-            },
-        });
-        assert!(!end.is_finished());
-        assert!(end.to_string().contains("alt+F4"));
-        assert!(ActionEnd::from(&ReportKind::Finished).is_finished());
-        assert!(InterlockKind::Halt(HaltCause::Panic).stops_session());
-        assert!(!InterlockKind::UserInput.stops_session(), "it pauses");
-        assert!(!InterlockKind::FrameHealth(FrameState::Black).stops_session());
-        assert!(!InterlockKind::WindowChanged { generation: 2 }.stops_session());
-        assert_eq!(InterlockKind::Halt(HaltCause::BudgetSpent).name(), "halt");
+    fn a_halt_names_the_guardians_cause_or_the_budget() {
+        // INV-SAFE-002: what halted input is typed, never a string
         assert_eq!(
-            HaltCause::of(
-                HaltReason::HaltFlag,
-                Some(gamepilot_guardian::shm::HaltCause::StaleHeartbeat)
-            ),
+            halt_cause(HaltReason::HaltFlag, Some(HaltCause::StaleHeartbeat)),
             HaltCause::StaleHeartbeat
         );
+        assert_eq!(
+            halt_cause(HaltReason::BudgetSpent, Some(HaltCause::Panic)),
+            HaltCause::BudgetSpent
+        );
+        assert_eq!(halt_cause(HaltReason::HaltFlag, None), HaltCause::Unknown);
     }
 
     #[test]

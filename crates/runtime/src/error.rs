@@ -35,7 +35,7 @@ pub enum RuntimeError {
     /// `run --templates DIR`: a file or name the atlas cannot take.
     #[error("--templates: {0}")]
     Templates(String),
-    /// A worker's body panicked; caught so that its releases still ran (issue 14).
+    /// A worker's body panicked; caught so that its releases still ran.
     #[error("panicked: {0}")]
     Panicked(String),
     /// `gamepilot eval`: the session for a decision point's goal could not be built.

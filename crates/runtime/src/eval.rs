@@ -1,4 +1,4 @@
-//! `gamepilot eval`'s IO (issue 16): for each labelled decision point, perceive its frame as the tactical
+//! `gamepilot eval`'s IO: for each labelled decision point, perceive its frame as the tactical
 //! thread does (PP-OCR, elements, marks), assemble the tactical prompt a fresh `run` session would send
 //! for the point's goal (the same context, tools and schema), ask the model host, and score the reply
 //! with `gamepilot_session::eval`.

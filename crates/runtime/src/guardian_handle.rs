@@ -1,6 +1,6 @@
 //! The guardian child process (FR-SAFE-003) as the core holds it: started in its own session with the shared
 //! page it watches, checked every tick, and let go at the end; and the fixed-rate tick schedule of the reflex
-//! cadence with its bounded lateness record (NFR-ACT-001, issue 14).
+//! cadence with its bounded lateness record (NFR-ACT-001).
 
 use crate::RuntimeError;
 use gamepilot_core::Chord;
@@ -50,7 +50,7 @@ impl GuardianHandle {
         if let Some(d) = display {
             cmd.arg("--display").arg(d);
         }
-        // Its own session and process group (issue 14): Ctrl+C, Ctrl+Z, a hang-up and `kill -- -PGID`
+        // Its own session and process group: Ctrl+C, Ctrl+Z, a hang-up and `kill -- -PGID`
         // reach the core, never the guardian that must release after them.
         {
             use std::os::unix::process::CommandExt as _;
@@ -151,7 +151,7 @@ impl GuardianHandle {
 }
 
 /// A fixed-rate tick schedule that records how late each tick woke (NFR-ACT-001) in the executor's
-/// bounded histogram (issue 14: an hour at 60 Hz is 216,000 samples, kept in fixed memory).
+/// bounded histogram (an hour at 60 Hz is 216,000 samples, kept in fixed memory).
 pub struct Ticker {
     period: Duration,
     next: Instant,

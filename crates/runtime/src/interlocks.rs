@@ -55,7 +55,7 @@ pub fn publish(shm: &SharedState, held: &HeldRecord) {
 
 /// A difference between the executor's record and what the server holds.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Divergence {
+pub struct HeldDivergence {
     pub server_only_keycodes: Vec<u8>,
     pub record_only_keycodes: Vec<u8>,
     pub server_only_buttons: Vec<u8>,
@@ -64,7 +64,7 @@ pub struct Divergence {
 
 /// Compare the held record with the server (INV-ACT-002) and release what the server holds that the
 /// record does not own. Returns the divergence, if there was one (an execution failure to log).
-pub fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> Result<Option<Divergence>, RuntimeError> {
+pub fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> Result<Option<HeldDivergence>, RuntimeError> {
     let Some(server) = sink.server_held()? else {
         return Ok(None);
     };
@@ -88,7 +88,7 @@ pub fn audit(sink: &mut dyn InputSink, held: &HeldRecord) -> Result<Option<Diver
             .collect();
         sink.deliver(&ev)?;
     }
-    Ok(Some(Divergence {
+    Ok(Some(HeldDivergence {
         server_only_keycodes: unowned,
         record_only_keycodes: missing,
         server_only_buttons: unowned_b,

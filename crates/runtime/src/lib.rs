@@ -1,4 +1,4 @@
-//! The session's threads and their IO edges around the pure crates (issue 12: the binary is wiring, the
+//! The session's threads and their IO edges around the pure crates (the binary is wiring, the
 //! session decides, this crate runs): the one reflex driver of `act` and `run` ([`driver`]), the reflex,
 //! tactical and deliberative cadences ([`reflex`], [`tactical`], [`deliberative`]), the off-thread
 //! recognition worker, the GPU watch, the destructive hold's prompts, the guardian handle and the template

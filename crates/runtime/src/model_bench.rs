@@ -1,4 +1,4 @@
-//! `gamepilot bench model`'s measuring loop (FR-CTX-002, NFR-MODEL-001, issue 16 item 3): consecutive
+//! `gamepilot bench model`'s measuring loop (FR-CTX-002, NFR-MODEL-001): consecutive
 //! tactical calls as `run` makes them — the demo's goal and plan, observations of consecutive real
 //! frames in `run`'s order, each prompt extending the last one sent — timed against a real host.
 
@@ -10,7 +10,8 @@ use gamepilot_session::bench_context::{BenchContext, DEMO_GOAL, DEMO_SUBGOAL};
 use gamepilot_session::relevance::Focus;
 use std::time::{Duration, Instant};
 
-/// What the calls observe: perceived frames, cycled in order, or issue 16's three-mark synthetic one.
+/// What the calls observe: perceived frames, cycled in order, or the three-mark synthetic one
+/// (the observation the first tactical-latency figures were measured on).
 pub enum BenchScene {
     Frames(Vec<(gamepilot_vision::Observation, Size)>),
     Synthetic,

@@ -8,7 +8,7 @@ use gamepilot_context::TacticalReply;
 use gamepilot_core::action::Action;
 use gamepilot_core::{ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
 use gamepilot_grounding::{plan_crop, scale_rect, Crop, RefineConfig};
-use gamepilot_vision::{Element, FrameClass, Observation, Perceiver, TextLine, TextWord};
+use gamepilot_vision::{Element, FrameChange, Observation, Perceiver, TextLine, TextWord};
 
 /// Linear downscale of the whole frame for the cheap pass.
 pub const CHEAP_DIVISOR: u32 = 4;
@@ -158,7 +158,7 @@ pub fn observe_crop(
         .screen_lines(&native_view, native_view.bounds())
         .map_err(|e| format!("OCR failed on the crop: {e}"))?;
     carry_known(whole.lines, region, &mut texts);
-    let mut observed = Perceiver::new().observe(&native_view, at, FrameClass::Scene, &texts);
+    let mut observed = Perceiver::new().observe(&native_view, at, FrameChange::Scene, &texts);
     carry_elements(&whole.observation.elements, region, &mut observed.elements);
     observed.elements.retain(|e| {
         let c = Rect::new(e.bbox.x + region.x, e.bbox.y + region.y, e.bbox.w, e.bbox.h);
@@ -325,7 +325,7 @@ mod tests {
             let frame = load(name);
             let view = frame.view();
             let lines = ocr.recognize(&view, view.bounds()).unwrap();
-            let whole = Perceiver::new().observe(&view, MonoTime(0), FrameClass::Scene, &lines);
+            let whole = Perceiver::new().observe(&view, MonoTime(0), FrameChange::Scene, &lines);
             let cheap = cheap_size(view.size());
             for c in f["clickables"].as_array().into_iter().flatten() {
                 let label = c["label"].as_str().unwrap_or("");
@@ -395,7 +395,7 @@ mod tests {
 
     fn sample_view() -> CropView {
         let frame = Frame::from_rgba(1280, 720, vec![40; 1280 * 720 * 4], MonoTime(0)).unwrap();
-        let observation = Perceiver::new().observe(&frame.view(), MonoTime(0), FrameClass::Scene, &[]);
+        let observation = Perceiver::new().observe(&frame.view(), MonoTime(0), FrameChange::Scene, &[]);
         let wf = WholeFrame {
             view: frame.view(),
             lines: &[],

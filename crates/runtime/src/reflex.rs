@@ -3,124 +3,23 @@
 //! and postconditions, classifies frames, judges frame health, watches for user input and never waits
 //! on a model (FR-LOOP-002). It talks to the loop thread only through the typed channels below.
 
-pub use crate::driver::{ActionEnd, FrameState, InterlockKind};
 use crate::driver::{
     CaptureRetry, Driver, DriverEvent, DriverSetup, DriverStop, FrameSeen, HealthJudge, RetryVerdict,
 };
 use crate::now;
 use crate::GuardianHandle;
 use crate::RuntimeError;
-use gamepilot_core::action::Intention;
-use gamepilot_core::{Chord, MonoTime, Rect, SubgoalId};
-use gamepilot_executor::{CameraScale, ExecutorConfig, Rejection, Report};
+use gamepilot_core::{ActionId, Chord, FrameHealth, Interlock, MonoTime, Rect, SubgoalId, Worker};
+use gamepilot_executor::{CameraScale, ExecutorConfig, Report};
 use gamepilot_sensor::{Atlas, Evaluator, Expression, RecognitionCache, Value};
-use gamepilot_vision::{FrameClass, Perceiver, Thumb};
-use gamepilot_x11::tracking::{FrameHealth, FrameProblem};
+use gamepilot_session::{ExternalStop, Input, ReflexCommand, ReflexReport, ReflexStats};
+use gamepilot_vision::{Perceiver, Thumb};
+use gamepilot_x11::tracking::BlackFrameCheck;
 use gamepilot_x11::userinput::RawKind;
 use gamepilot_x11::WindowCapturer;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Requests from the loop thread.
-#[derive(Debug)]
-pub enum ToReflex {
-    /// Submit an intention; `tag` is the loop's action id, `generation` the transform-chain generation the
-    /// action was grounded in (the `Tick::generation` of the observation it was chosen from). A pointer
-    /// action grounded in an older generation than the current one is dropped and answered with
-    /// `RejectReason::StaleGeneration` (FR-PERC-002).
-    Submit {
-        tag: u64,
-        intention: Intention,
-        generation: u64,
-    },
-    /// Watch for change after an action: the region (capture space) or the whole frame.
-    Watch {
-        tag: u64,
-        region: Option<Rect>,
-        settle: Duration,
-    },
-    /// Steer the steering action submitted under `tag` toward its target (`move_to`, issue 16).
-    Steer {
-        tag: u64,
-        plan: gamepilot_grounding::SteerPlan,
-    },
-    /// Release what a subgoal owns (selective cancellation, ADR-0035 Ownership).
-    CancelOwner(SubgoalId),
-    /// The active subgoal and its compiled postcondition.
-    Subgoal(Option<(SubgoalId, Expression)>),
-    /// An action is held for the user's confirmation (FR-SAFE-005): `true` pauses the executor (everything
-    /// released, nothing delivered) and tolerates the user's input meant for the overlay; `false` resumes.
-    Hold(bool),
-    Stop,
-}
-
-/// What the reflex thread reports.
-#[derive(Debug, Clone)]
-pub enum FromReflex {
-    Tick {
-        tick: u64,
-        change: FrameClass,
-        signature: u64,
-        held: u32,
-        goal_met: Option<bool>,
-        subgoal: Option<(SubgoalId, Option<bool>)>,
-        sensors: Vec<(String, Option<f64>)>,
-        late_us: u64,
-        /// This tick's frame health (FR-PERC-009).
-        health: FrameState,
-        /// The transform chain's generation (FR-PERC-002).
-        generation: u64,
-        /// The game has the input focus (FR-SAFE-004).
-        foreground: bool,
-    },
-    /// The executor's answer to a submit: accepted, or the typed rejection with its reason (denied key,
-    /// rate limit, max hold, stale generation, …; FR-ACT-006).
-    Submitted {
-        tag: u64,
-        result: Result<(), Rejection>,
-    },
-    /// How an accepted action ended.
-    Finished {
-        tag: u64,
-        end: ActionEnd,
-    },
-    /// A change-watch sample: did the watched pixels change since the action was issued?
-    Evidence {
-        tag: u64,
-        changed: Option<bool>,
-    },
-    /// A `move_to` ended: arrived or not, and on how many ticks tracking saw the moving box.
-    Steered {
-        tag: u64,
-        end: gamepilot_grounding::SteerEnd,
-        sightings: u32,
-    },
-    /// An interlock or safety event; `detail` is for people only. Sent on change (frame health, window
-    /// geometry, focus) and once for a stop (user input, halt, guardian gone).
-    Interlock {
-        interlock: InterlockKind,
-        detail: String,
-    },
-    /// Capture failed past its retry bound (or the window is in a mode that cannot be captured): the
-    /// reflex has released everything and ended; the session cannot see (FR-PERC-009).
-    CaptureFailed {
-        problem: Option<FrameProblem>,
-        detail: String,
-    },
-    WindowGone,
-    /// The reflex tick failed or panicked (caught; everything was released first): the session stops
-    /// with this reason (issue 14).
-    Failed {
-        detail: String,
-    },
-    Stopped {
-        lateness_p50_us: u64,
-        lateness_p99_us: u64,
-        ticks: u64,
-        events: u64,
-    },
-}
 
 /// What `run` adds to the reflex beyond the loop's setup: the template atlas (`--templates`), the
 /// camera calibration (`--calibrate-camera`) and lines for the recording.
@@ -141,6 +40,8 @@ pub struct ReflexSetup {
     pub program: Option<gamepilot_sensor::Program>,
     pub declared: gamepilot_core::Size,
     pub goal: Option<Expression>,
+    /// The postconditions a plan may use; `ReflexCommand::Subgoal` names the active one by its index.
+    pub postconditions: Vec<Expression>,
     pub panic: Chord,
     pub extras: ReflexExtras,
 }
@@ -209,7 +110,7 @@ impl SparseFrame {
 }
 
 struct WatchState {
-    tag: u64,
+    action: ActionId,
     region: Option<Rect>,
     before: u64,
     until: Instant,
@@ -270,12 +171,12 @@ fn template_region(atlas: &Atlas, p: &gamepilot_sensor::program::Primitive) -> O
 pub fn run(
     setup: ReflexSetup,
     guardian: GuardianHandle,
-    rx: Receiver<ToReflex>,
-    tx: SyncSender<FromReflex>,
+    rx: Receiver<ReflexCommand>,
+    tx: SyncSender<Input>,
 ) -> Result<(), RuntimeError> {
     // Never blocks the tick: a full queue (the loop is hung) drops the report and counts it.
     let dropped = std::cell::Cell::new(0u64);
-    let send = |m: FromReflex| {
+    let send = |m: Input| {
         if let Err(std::sync::mpsc::TrySendError::Full(_)) = tx.try_send(m) {
             dropped.set(dropped.get() + 1);
             if dropped.get() == 1 {
@@ -313,37 +214,37 @@ pub fn run(
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
     let mut watches: Vec<WatchState> = Vec::new();
     let mut steering: Vec<crate::steering::SteerRun> = Vec::new();
-    let mut tags: Vec<(gamepilot_executor::ActionId, u64)> = Vec::new();
     let mut tick: u64 = 0;
     let mut holding = false;
     let mut grace_until: Option<Instant> = None;
     // FR-PERC-009: frame health, black-frame diagnosis, occlusion and capture retry.
     let mut judge = HealthJudge::default();
     let mut retry = CaptureRetry::default();
-    let mut black = FrameHealth::default();
+    let mut black = BlackFrameCheck::default();
     let mut occluded = false;
     let mut last_occlusion = Instant::now() - Duration::from_secs(1);
     let mut ev: Vec<DriverEvent> = Vec::new();
-    let forward = |ev: &mut Vec<DriverEvent>, tags: &mut Vec<(gamepilot_executor::ActionId, u64)>| {
+    let forward = |ev: &mut Vec<DriverEvent>| {
         for e in ev.drain(..) {
             match e {
-                DriverEvent::Report(r) => report_finished(tags, &r, &send),
-                DriverEvent::Interlock { kind, detail } => send(FromReflex::Interlock {
+                DriverEvent::Report(r) => send(action_ended(r)),
+                DriverEvent::Interlock { kind, detail } => send(Input::Interlock {
                     interlock: kind,
                     detail,
                 }),
-                DriverEvent::HeldChanged | DriverEvent::Undeliverable(_) | DriverEvent::Divergence(_) => {}
+                DriverEvent::HeldChanged | DriverEvent::Undeliverable(_) | DriverEvent::HeldDivergence(_) => {
+                }
             }
         }
     };
     let report_stop = |stop: DriverStop| match stop.interlock() {
-        Some((interlock, detail)) => send(FromReflex::Interlock { interlock, detail }),
-        None => send(FromReflex::WindowGone),
+        Some((interlock, detail)) => send(Input::Interlock { interlock, detail }),
+        None => send(Input::WindowGone),
     };
     let panic_at = crate::worker::fault_tick("reflex-panic");
     let block_at = crate::worker::fault_tick("reflex-block");
     // A panic in the tick is caught here so that `finish` below still releases everything through our
-    // own path (FR-ACT-001) before the thread reports its end (issue 14).
+    // own path (FR-ACT-001) before the thread reports its end.
     let body = std::panic::AssertUnwindSafe(|| loop {
         tick += 1;
         if panic_at.is_some_and(|n| tick >= n && !d.executor().held().is_empty()) {
@@ -359,7 +260,7 @@ pub fn run(
         // click on the confirmation overlay, FR-SAFE-005; see `stops_the_run`).
         let in_grace = grace_until.is_some_and(|g| Instant::now() < g);
         let stop = d.begin_tick(|k| stops_the_run(k, holding, in_grace), &mut ev)?;
-        forward(&mut ev, &mut tags);
+        forward(&mut ev);
         if let Some(stop) = stop {
             let paused_by_user = matches!(stop, DriverStop::UserInput { .. });
             report_stop(stop);
@@ -378,56 +279,64 @@ pub fn run(
         }
         loop {
             match rx.try_recv() {
-                Ok(ToReflex::Submit {
-                    tag,
+                Ok(ReflexCommand::Submit {
+                    action,
                     intention,
                     generation,
-                }) => match d.submit(&intention, Some(generation)) {
-                    Ok(id) => {
-                        tags.push((id, tag));
-                        send(FromReflex::Submitted { tag, result: Ok(()) });
-                    }
-                    Err(r) => send(FromReflex::Submitted { tag, result: Err(r) }),
+                }) => match d.submit_as(action, &intention, generation) {
+                    Ok(_) => send(Input::ActionAccepted { action }),
+                    Err(r) => send(Input::ActionRejected {
+                        action,
+                        reason: r.reason,
+                    }),
                 },
-                Ok(ToReflex::Watch { tag, region, settle }) => {
+                Ok(ReflexCommand::Watch {
+                    action,
+                    region,
+                    settle_ms,
+                }) => {
                     watches.push(WatchState {
-                        tag,
+                        action,
                         region,
                         before: 0,
-                        until: Instant::now() + settle,
+                        until: Instant::now() + Duration::from_millis(settle_ms),
                         last_sample: Instant::now(),
                     });
                 }
-                Ok(ToReflex::Steer { tag, plan }) => match tags.iter().find(|(_, t)| *t == tag) {
-                    Some((id, _)) => steering.push(crate::steering::SteerRun::new(tag, *id, plan, now())),
-                    None => send(FromReflex::Steered {
-                        tag,
-                        end: gamepilot_grounding::SteerEnd::TimedOut { left_px: f64::NAN },
-                        sightings: 0,
-                    }),
-                },
-                Ok(ToReflex::CancelOwner(owner)) => {
-                    for r in d.cancel_owner(owner) {
-                        report_finished(&mut tags, &r, &send);
+                Ok(ReflexCommand::Steer { action, plan }) => {
+                    if d.executor().is_active(action) {
+                        steering.push(crate::steering::SteerRun::new(action, plan, now()));
+                    } else {
+                        send(Input::Steered {
+                            action,
+                            end: gamepilot_grounding::SteerEnd::TimedOut { left_px: f64::NAN },
+                            sightings: 0,
+                        });
                     }
                 }
-                Ok(ToReflex::Subgoal(s)) => subgoal = s,
-                Ok(ToReflex::Hold(on)) => {
+                Ok(ReflexCommand::CancelOwner { subgoal: owner }) => {
+                    for r in d.cancel_owner(owner) {
+                        send(action_ended(r));
+                    }
+                }
+                Ok(ReflexCommand::Subgoal { active }) => {
+                    subgoal = active.and_then(|(s, k)| setup.postconditions.get(k).cloned().map(|e| (s, e)));
+                }
+                Ok(ReflexCommand::Pause { paused: on }) => {
                     if on && !holding {
                         d.pause(&mut ev)?;
-                        forward(&mut ev, &mut tags);
+                        forward(&mut ev);
                     } else if !on && holding {
                         d.resume();
                         grace_until = Some(Instant::now() + HOLD_GRACE);
                     }
                     holding = on;
                 }
-                Ok(ToReflex::Stop) => return Ok(()),
                 Err(std::sync::mpsc::TryRecvError::Empty) => break,
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => return Ok(()),
             }
         }
-        // move_to: track, let the controller choose the keys, pass its wish to the executor (issue 16).
+        // move_to: track, let the controller choose the keys, pass its wish to the executor.
         if !steering.is_empty() {
             let size = d
                 .chain()
@@ -436,8 +345,8 @@ pub fn run(
             let t = now();
             steering.retain_mut(|run| match run.tick(&mut d, &mut capturer, size, t) {
                 Some(end) => {
-                    send(FromReflex::Steered {
-                        tag: run.tag,
+                    send(Input::Steered {
+                        action: run.action,
                         end,
                         sightings: run.sightings,
                     });
@@ -448,7 +357,7 @@ pub fn run(
         }
         // The five steps (halt, foreground, advance, reconcile, emit + publish), audit, indicator.
         let stop = d.step(&mut ev)?;
-        forward(&mut ev, &mut tags);
+        forward(&mut ev);
         if let Some(stop) = stop {
             report_stop(stop);
             return Ok(());
@@ -472,7 +381,7 @@ pub fn run(
                 f
             }
             Err(e) if e.is_window_gone() => {
-                send(FromReflex::WindowGone);
+                send(Input::WindowGone);
                 return Ok(());
             }
             Err(e) => {
@@ -493,8 +402,8 @@ pub fn run(
                     .map(|g| format!("{}; fix: {}", g.message, g.fix))
                     .unwrap_or_else(|| detail.clone());
                 if changed {
-                    send(FromReflex::Interlock {
-                        interlock: InterlockKind::FrameHealth(state),
+                    send(Input::Interlock {
+                        interlock: Interlock::FrameHealth { health: state },
                         detail: human.clone(),
                     });
                 }
@@ -507,8 +416,8 @@ pub fn run(
                         }
                     }
                     RetryVerdict::GiveUp { failures } => {
-                        send(FromReflex::CaptureFailed {
-                            problem,
+                        send(Input::Interlock {
+                            interlock: Interlock::CaptureFailed { problem },
                             detail: format!("{human} ({failures} attempts in {:?})", retry.give_up_after),
                         });
                         return Ok(());
@@ -524,8 +433,9 @@ pub fn run(
                 .check(d.x11(), setup.window, &Ok(thumb.clone()), t)
                 .filter(|g| g.unsupported)
         } else {
-            if judge.state() == FrameState::Black || matches!(judge.state(), FrameState::Unsupported { .. }) {
-                black = FrameHealth::default();
+            if judge.state() == FrameHealth::Black || matches!(judge.state(), FrameHealth::Unsupported { .. })
+            {
+                black = BlackFrameCheck::default();
             }
             None
         };
@@ -549,13 +459,13 @@ pub fn run(
         if health_changed {
             let detail = match (&unsupported, health) {
                 (Some(g), _) => format!("{}; fix: {}", g.message, g.fix),
-                (None, FrameState::Black) => "the frame is black".into(),
-                (None, FrameState::Occluded) => "another window covers part of the game window".into(),
-                (None, FrameState::Frozen) => format!("no pixel changed for {:?}", judge.frozen_after),
+                (None, FrameHealth::Black) => "the frame is black".into(),
+                (None, FrameHealth::Occluded) => "another window covers part of the game window".into(),
+                (None, FrameHealth::Frozen) => format!("no pixel changed for {:?}", judge.frozen_after),
                 (None, s) => format!("frame {s}"),
             };
-            send(FromReflex::Interlock {
-                interlock: InterlockKind::FrameHealth(health),
+            send(Input::Interlock {
+                interlock: Interlock::FrameHealth { health },
                 detail,
             });
         }
@@ -599,7 +509,10 @@ pub fn run(
                 goal_met = value_bool(&ev.evaluate(g, &mut ectx));
             }
             if let Some((id, expr)) = subgoal.as_ref() {
-                sub = Some((*id, value_bool(&ev.evaluate(expr, &mut ectx))));
+                sub = Some(gamepilot_planner::SubgoalCheck {
+                    subgoal: *id,
+                    met: value_bool(&ev.evaluate(expr, &mut ectx)),
+                });
             }
             // region_integer never blocks the tick: requests go to the recognition worker thread and
             // readings come back on later ticks; until then the value is undefined (never stale, never 0).
@@ -625,15 +538,15 @@ pub fn run(
             }
             if w.last_sample.elapsed() >= Duration::from_millis(100) || Instant::now() >= w.until {
                 let changed = (region_hash(&view, w.region.map(to_thumb)) | 1) != w.before;
-                send(FromReflex::Evidence {
-                    tag: w.tag,
+                send(Input::Evidence {
+                    action: w.action,
                     changed: Some(changed),
                 });
                 w.last_sample = Instant::now();
             }
         }
         watches.retain(|w| Instant::now() < w.until + Duration::from_millis(250));
-        send(FromReflex::Tick {
+        send(Input::Reflex(ReflexReport {
             tick,
             change: class,
             signature,
@@ -642,10 +555,11 @@ pub fn run(
             subgoal: sub,
             sensors,
             late_us: d.late_us(),
-            health,
+            ticks_since: 1,
             generation: d.generation(),
+            health,
             foreground: d.foreground(),
-        });
+        }));
     });
     let result: Result<(), RuntimeError> = std::panic::catch_unwind(body)
         .unwrap_or_else(|p| Err(RuntimeError::Panicked(crate::worker::panic_text(p.as_ref()))));
@@ -653,32 +567,30 @@ pub fn run(
     capturer.close(d.x11());
     let stats = d.finish();
     if let Err(e) = &result {
-        send(FromReflex::Failed {
-            detail: e.to_string(),
+        send(Input::Stop {
+            reason: ExternalStop::WorkerDied {
+                worker: Worker::Reflex,
+                detail: e.to_string(),
+            },
         });
     }
-    send(FromReflex::Stopped {
+    send(Input::ReflexStopped(ReflexStats {
+        ticks: stats.ticks,
         lateness_p50_us: stats.lateness_p50_us,
         lateness_p99_us: stats.lateness_p99_us,
-        ticks: stats.ticks,
         events: stats.events,
-    });
+    }));
     result
 }
 
-fn report_finished(
-    tags: &mut Vec<(gamepilot_executor::ActionId, u64)>,
-    r: &Report,
-    send: &impl Fn(FromReflex),
-) {
-    if let Some(i) = tags.iter().position(|(id, _)| *id == r.id) {
-        let (_, tag) = tags.remove(i);
-        send(FromReflex::Finished {
-            tag,
-            end: ActionEnd::from(&r.kind),
-        });
+/// An executor report as the session's input: the action's end, under the id the session gave it.
+fn action_ended(r: Report) -> Input {
+    Input::ActionEnded {
+        action: r.id,
+        end: r.kind,
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

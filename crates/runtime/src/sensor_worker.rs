@@ -107,7 +107,7 @@ impl SensorWorker {
                             };
                         }
                     };
-                    // A reader that panics on some input loses that reading, not the worker (issue 13).
+                    // A reader that panics on some input loses that reading, not the worker.
                     let reading =
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| req.read_with(&mut reader)))
                             .unwrap_or(None);
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn the_queue_is_bounded_and_drops_the_oldest() {
-        // FR-PERC-008 (issue 13): while the reader is held shut, eight distinct regions are asked for at
+        // FR-PERC-008: while the reader is held shut, eight distinct regions are asked for at
         // a queue of two: the oldest are dropped (abandoned, so asked for again later), the ticks never
         // wait, and the newest are read once the reader moves.
         let mut px = Vec::new();

@@ -1,4 +1,4 @@
-//! The reflex side of `move_to` (issue 16 item 4): each tick, read the small region where the moving
+//! The reflex side of `move_to`: each tick, read the small region where the moving
 //! box (the target under a follow camera, else the avatar) should be, find its patch there, hand the
 //! position to `gamepilot_grounding::SteerController`, and pass its key wish to the executor. IO only:
 //! every decision is the controller's.
@@ -18,8 +18,8 @@ const MAX_SCORE: f32 = 22.0;
 
 /// One running `move_to`.
 pub struct SteerRun {
-    pub tag: u64,
-    exec: ActionId,
+    /// The steering action, as the session and the executor both name it.
+    pub action: ActionId,
     controller: SteerController,
     patch: Option<Patch>,
     /// Ticks on which tracking found the moving box.
@@ -27,10 +27,9 @@ pub struct SteerRun {
 }
 
 impl SteerRun {
-    pub fn new(tag: u64, exec: ActionId, plan: SteerPlan, now: MonoTime) -> SteerRun {
+    pub fn new(action: ActionId, plan: SteerPlan, now: MonoTime) -> SteerRun {
         SteerRun {
-            tag,
-            exec,
+            action,
             controller: SteerController::new(plan, now),
             patch: None,
             sightings: 0,
@@ -81,7 +80,7 @@ impl SteerRun {
             self.sightings += 1;
         }
         let step = self.controller.tick(now, seen);
-        let running = d.steer(self.exec, &step.want, step.end.is_some());
+        let running = d.steer(self.action, &step.want, step.end.is_some());
         match (step.end, running) {
             (Some(end), _) => Some(end),
             (None, true) => None,

@@ -1,4 +1,4 @@
-//! SIGINT, SIGTERM and SIGHUP as a clean stop of a running session (issue 14): the first one sets a flag
+//! SIGINT, SIGTERM and SIGHUP as a clean stop of a running session: the first one sets a flag
 //! the loop reads every iteration (release everything, stop the model host, write the summary and
 //! `session_end`, exit 128 + the signal's number). A person's second Ctrl+C (a second SIGINT) exits at once
 //! with that code, and so does a SIGTERM that comes after the first stop signal had time to act; the
@@ -133,7 +133,7 @@ impl StopSignal {
 mod tests {
     use super::*;
 
-    // issue 14: the exit code and the name of each stop signal
+    // The exit code and the name of each stop signal
     #[test]
     fn stop_signals_name_themselves_and_their_exit_codes() {
         assert_eq!(StopSignal(SIGINT).exit_code(), 130);

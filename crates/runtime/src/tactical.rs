@@ -53,6 +53,9 @@ impl TacticalResult {
 }
 
 pub struct TacticalSetup {
+    /// The session's template atlas (the one the reflex's `template_present` reads): its templates are
+    /// proposed as elements wherever they are found.
+    pub templates: std::sync::Arc<gamepilot_sensor::Atlas>,
     pub display: Option<String>,
     pub window: u32,
     pub client: HostClient,
@@ -108,6 +111,7 @@ pub fn run(
     let x = X11::connect(setup.display.as_deref())?;
     let mut capturer = WindowCapturer::new(&x, setup.window)?;
     let mut perceiver = Perceiver::new();
+    perceiver.atlas = setup.templates.clone();
     // No OCR, no screen text: the destructive-action hold would never see a dialogue (FR-SAFE-005), so the
     // thread ends, named, rather than perceive without it.
     let mut ocr = gamepilot_ocr::default_engine()?;
@@ -176,7 +180,7 @@ pub fn run(
             .map(|e| e.id)
             .filter(|id| !req.excluded_marks.contains(id))
             .collect();
-        // What the model reads: goal words first, then (avatar known) places nearest it (issue 16).
+        // What the model reads: goal words first, then (avatar known) places nearest it.
         let order = gamepilot_session::relevance::model_order(&observation, &req.focus, req.avatar.as_ref());
         let move_targets: Vec<ElementId> = req
             .avatar
@@ -202,7 +206,7 @@ pub fn run(
         });
         if req.perceive_only || direct.is_some() {
             // Self-identification's frame after a probe hold (or a subgoal grounded directly): perceived,
-            // no model call; each element of the previous frame searched for nearby in this one (issue 16).
+            // no model call; each element of the previous frame searched for nearby in this one.
             let moves = match &before {
                 Some((f, b)) if f.width == frame.width && f.height == frame.height => {
                     gamepilot_vision::track::moves(&f.view(), b, &view, PROBE_SEARCH_PX)
@@ -331,7 +335,7 @@ pub fn run(
                 Ok((schema, second))
             })()
         } else {
-            // Issue 15: the image is encoded first, at the visual budget; a model that sees it answers in
+            // The image is encoded first, at the visual budget; a model that sees it answers in
             // its family's convention over the image actually sent, and the observation's boxes are written
             // in the same numbers.
             let image = req
@@ -520,7 +524,7 @@ fn perception_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResu
     let observation = Observation {
         at: started,
         frame_size: Size::new(0, 0),
-        class: gamepilot_vision::FrameClass::Unchanged,
+        class: gamepilot_vision::FrameChange::Unchanged,
         texts: Vec::new(),
         elements: Vec::new(),
     };

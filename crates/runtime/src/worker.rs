@@ -1,14 +1,15 @@
-//! Threads that report their end (issue 14: no thread dies silently): a worker runs under
+//! Threads that report their end (no thread dies silently): a worker runs under
 //! `catch_unwind`, and whatever way it ends — finished, failed with an error, panicked — one
 //! [`WorkerEnd`] reaches the loop, which stops the session with the worker's name and the reason.
 
 use crate::RuntimeError;
+use gamepilot_core::Worker;
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 
-/// The bounds of the session's channels (issue 14: nothing grows over an hour). The loop drains every
+/// The bounds of the session's channels (nothing grows over an hour). The loop drains every
 /// channel each 5 ms, so a full one means its reader is hung: the reflex then drops reports (counted, never
 /// blocks), the loop stops the session naming the worker.
 pub const REFLEX_REPORTS: usize = 4096;
@@ -33,7 +34,7 @@ pub enum WorkerOutcome {
 /// One worker's end, named.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerEnd {
-    pub worker: &'static str,
+    pub worker: Worker,
     pub outcome: WorkerOutcome,
 }
 
@@ -61,7 +62,7 @@ pub fn panic_text(p: &(dyn Any + Send)) -> String {
 
 /// Run `f` to its end and report how it ended on `ends` (a closed `ends` is not an error: the loop has
 /// gone and nobody is left to tell).
-pub fn run_reporting<F>(worker: &'static str, ends: &SyncSender<WorkerEnd>, f: F)
+pub fn run_reporting<F>(worker: Worker, ends: &SyncSender<WorkerEnd>, f: F)
 where
     F: FnOnce() -> Result<(), RuntimeError>,
 {
@@ -76,7 +77,7 @@ where
 
 /// Spawn `f` on a thread named `worker` that reports its end on `ends`.
 pub fn spawn_reporting<F>(
-    worker: &'static str,
+    worker: Worker,
     ends: SyncSender<WorkerEnd>,
     f: F,
 ) -> Result<JoinHandle<()>, RuntimeError>
@@ -84,7 +85,7 @@ where
     F: FnOnce() -> Result<(), RuntimeError> + Send + 'static,
 {
     std::thread::Builder::new()
-        .name(worker.into())
+        .name(worker.as_str().into())
         .spawn(move || run_reporting(worker, &ends, f))
         .map_err(|e| RuntimeError::io(format!("spawning the {worker} thread"), e))
 }
@@ -100,9 +101,10 @@ pub fn yield_cpu_to_reflex() {
     }
 }
 
-/// The test-only fault hook (issue 14's fault matrix): `GAMEPILOT_FAULT=reflex-panic@N` makes the reflex
-/// thread panic, and `reflex-block@N` block for good, at the first tick from its N-th on at which the
-/// executor holds input. Read once at thread start; unset (the normal case) it costs one comparison per tick.
+/// The test-only fault hook (the fault matrix of docs/reliability.md): `GAMEPILOT_FAULT=reflex-panic@N`
+/// makes the reflex thread panic, and `reflex-block@N` block for good, at the first tick from its N-th on
+/// at which the executor holds input. Read once at thread start; unset (the normal case) it costs one
+/// comparison per tick.
 pub fn fault_tick(name: &str) -> Option<u64> {
     let v = std::env::var("GAMEPILOT_FAULT").ok()?;
     let (what, at) = v.split_once('@')?;
@@ -143,14 +145,19 @@ mod tests {
         drop(tx);
     }
 
-    // issue 14: every way a worker ends is reported with its name
+    // Every way a worker ends is reported with its name
     #[test]
     fn a_worker_reports_finishing_failing_and_panicking() {
         let (tx, rx) = sync_channel(WORKER_ENDS);
-        run_reporting("a", &tx, || Ok(()));
-        run_reporting("b", &tx, || Err(RuntimeError::WorkerStart("no reader".into())));
-        run_reporting("c", &tx, || panic!("boom {}", 7));
-        let h = spawn_reporting("d", tx.clone(), || Err(RuntimeError::Panicked("caught".into()))).unwrap();
+        run_reporting(Worker::Reflex, &tx, || Ok(()));
+        run_reporting(Worker::Tactical, &tx, || {
+            Err(RuntimeError::WorkerStart("no reader".into()))
+        });
+        run_reporting(Worker::Deliberative, &tx, || panic!("boom {}", 7));
+        let h = spawn_reporting(Worker::Research, tx.clone(), || {
+            Err(RuntimeError::Panicked("caught".into()))
+        })
+        .unwrap();
         h.join().unwrap();
         let ends: Vec<WorkerEnd> = rx.try_iter().collect();
         assert_eq!(
@@ -158,10 +165,10 @@ mod tests {
                 .map(|e| (e.worker, e.outcome.clone()))
                 .collect::<Vec<_>>(),
             vec![
-                ("a", WorkerOutcome::Finished),
-                ("b", WorkerOutcome::Failed("no reader".into())),
-                ("c", WorkerOutcome::Panicked("boom 7".into())),
-                ("d", WorkerOutcome::Panicked("caught".into())),
+                (Worker::Reflex, WorkerOutcome::Finished),
+                (Worker::Tactical, WorkerOutcome::Failed("no reader".into())),
+                (Worker::Deliberative, WorkerOutcome::Panicked("boom 7".into())),
+                (Worker::Research, WorkerOutcome::Panicked("caught".into())),
             ]
         );
         assert_eq!(ends[2].detail(), "it panicked: boom 7");

@@ -5,7 +5,7 @@ use crate::pixels::{region_fraction, PixelFilter};
 use crate::program::{Expression, Op, Primitive, Program};
 use crate::recognition::{Lookup, RecognitionCache};
 use crate::template::TemplateAtlas;
-use crate::value::{Value, Verdict};
+use crate::value::{verdict_of, Value, Verdict};
 use gamepilot_core::{FrameView, Rect, Size, TransformChain};
 
 /// What one evaluation reads: the frame (capture space), the transform chain it was captured under,
@@ -176,7 +176,7 @@ impl Evaluator {
 
     /// The verdict of a postcondition now: confirmed, refuted, or inconclusive when undefined (INV-GND-001).
     pub fn verdict(&mut self, expr: &Expression, ctx: &mut EvalContext<'_>) -> Verdict {
-        Verdict::from_value(self.evaluate(expr, ctx))
+        verdict_of(self.evaluate(expr, ctx))
     }
 }
 

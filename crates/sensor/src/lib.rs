@@ -29,7 +29,7 @@ pub use eval::{EvalContext, Evaluator};
 pub use program::{Bound, Expression, FractionSpec, Op, Primitive, Program, SensorDef};
 pub use recognition::{DigitReader, Lookup, RecognitionCache, RecognitionKey, RecognitionRequest};
 pub use template::{Atlas, NoTemplates, Template, TemplateAtlas};
-pub use value::{CmpOp, Type, Value, Verdict};
+pub use value::{verdict_of, CmpOp, Type, Value, Verdict};
 
 /// Errors of the sensor crate.
 #[derive(Debug, thiserror::Error)]

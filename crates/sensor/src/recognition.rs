@@ -67,7 +67,7 @@ pub const PENDING_PER_QUEUED: usize = 4;
 /// The recognition cache and its request queue. Pure: no threads; the binary's worker drains requests
 /// with [`RecognitionCache::take_requests`] and returns readings with [`RecognitionCache::fulfil`].
 /// Everything in it is bounded: readings by `capacity`, queued requests by `max_queue`, pending marks
-/// by [`PENDING_PER_QUEUED`] × `max_queue` (issue 14).
+/// by [`PENDING_PER_QUEUED`] × `max_queue`.
 #[derive(Debug, Clone)]
 pub struct RecognitionCache {
     results: HashMap<RecognitionKey, Option<i64>>,
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn default_bounds_hold_past_an_hour_of_new_contents() {
-        // issue 14 item 5, FR-PERC-008: a counter that changes every tick for an hour at 60 Hz would be
+        // FR-PERC-008: a counter that changes every tick for an hour at 60 Hz would be
         // 216 000 contents (here four times the cache bound); the default cache holds DEFAULT_CACHED_READINGS readings and
         // DEFAULT_QUEUED_REQUESTS requests (oldest dropped), whatever the worker does.
         let mut c = RecognitionCache::default();
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn pending_marks_are_bounded_when_the_worker_never_answers() {
-        // issue 14 item 5: requests handed to a worker that never answers (nor abandons) do not grow the
+        // Requests handed to a worker that never answers (nor abandons) do not grow the
         // pending set past PENDING_PER_QUEUED × max_queue; late answers still land.
         let mut c = RecognitionCache::new(16, 2);
         let r = Rect::new(0, 0, 8, 4);
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn queue_and_cache_are_bounded() {
-        // issue 14 item 5: oldest request dropped (counted), oldest reading forgotten.
+        // Oldest request dropped (counted), oldest reading forgotten.
         let mut c = RecognitionCache::new(2, 2);
         let frames: Vec<Vec<u8>> = (1..=5).map(frame).collect();
         let r = Rect::new(0, 0, 8, 4);

@@ -191,6 +191,51 @@ impl Template {
         Some(best)
     }
 
+    /// The best match anywhere in `view` (any size): its box and score. A coarse pass on a grid of about
+    /// a twelfth of the template's smaller side, then a one-pixel refinement around the best coarse
+    /// position; the anchor is not consulted. This is how an element of the atlas is proposed again on
+    /// a new screen.
+    pub fn locate(&self, view: &FrameView<'_>, scratch: &mut Vec<u8>) -> Option<(Rect, f32)> {
+        if self.width > view.width || self.height > view.height {
+            return None;
+        }
+        scratch.clear();
+        scratch.reserve(view.width as usize * view.height as usize);
+        for y in 0..view.height {
+            let row = view.row(y);
+            let px = row.get(..view.width as usize * 4).unwrap_or(&[]);
+            scratch.extend(px.chunks_exact(4).map(|p| luma(p, view.format)));
+        }
+        let stride = view.width as usize;
+        if scratch.len() != stride * view.height as usize {
+            return None;
+        }
+        let (max_x, max_y) = (view.width - self.width, view.height - self.height);
+        let grid = (self.width.min(self.height) / 12).max(1);
+        let mut best = (0u32, 0u32, -1.0f32);
+        for y in (0..=max_y).step_by(grid as usize) {
+            for x in (0..=max_x).step_by(grid as usize) {
+                let s = self.score(scratch, stride, x as usize, y as usize);
+                if s > best.2 {
+                    best = (x, y, s);
+                }
+            }
+        }
+        let (cx, cy) = (best.0, best.1);
+        for y in cy.saturating_sub(grid)..=(cy + grid).min(max_y) {
+            for x in cx.saturating_sub(grid)..=(cx + grid).min(max_x) {
+                let s = self.score(scratch, stride, x as usize, y as usize);
+                if s > best.2 {
+                    best = (x, y, s);
+                }
+            }
+        }
+        Some((
+            Rect::new(best.0 as i32, best.1 as i32, self.width, self.height),
+            best.2,
+        ))
+    }
+
     /// Whether the template is present at or above `threshold`; `None` (undefined) when it cannot be matched.
     pub fn present(&self, view: &FrameView<'_>, threshold: f32, scratch: &mut Vec<u8>) -> Option<bool> {
         self.best_match(view, threshold, scratch)
@@ -228,6 +273,22 @@ impl Atlas {
 
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+
+    /// Every template found anywhere in `view` at or above `threshold`: (name, box, score), by name.
+    pub fn locate_all(&self, view: &FrameView<'_>, threshold: f32) -> Vec<(String, Rect, f32)> {
+        let mut scratch = Vec::new();
+        let mut found: Vec<(String, Rect, f32)> = self
+            .map
+            .iter()
+            .filter_map(|(name, t)| {
+                t.locate(view, &mut scratch)
+                    .filter(|(_, s)| *s >= threshold)
+                    .map(|(r, s)| (name.clone(), r, s))
+            })
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found
     }
 }
 
@@ -314,6 +375,53 @@ mod tests {
             None,
             "another capture size is undefined"
         );
+    }
+
+    #[test]
+    fn an_atlas_template_is_located_anywhere_it_moved() {
+        // FR-PERC-008's atlas: a confirmed element is found again on a new screen, wherever it moved
+        let pattern = |x: u32, y: u32| {
+            let (dx, dy) = (x as i32 - 16, y as i32 - 12);
+            if dx * dx + dy * dy < 64 {
+                230u8
+            } else if y > 18 {
+                120
+            } else {
+                60 + x as u8
+            }
+        };
+        let frame = |ox: u32, oy: u32| {
+            let mut v = Vec::new();
+            for y in 0..120u32 {
+                for x in 0..200u32 {
+                    let l = if (ox..ox + 32).contains(&x) && (oy..oy + 24).contains(&y) {
+                        pattern(x - ox, y - oy)
+                    } else {
+                        10
+                    };
+                    v.extend_from_slice(&[l, l, l, 255]);
+                }
+            }
+            v
+        };
+        let (a, b) = (frame(40, 30), frame(101, 61));
+        let va = FrameView::new(200, 120, 800, PixelFormat::Rgba, &a).unwrap();
+        let vb = FrameView::new(200, 120, 800, PixelFormat::Rgba, &b).unwrap();
+        let t = Template::from_frame(&va, Rect::new(40, 30, 32, 24), DEFAULT_RADIUS).unwrap();
+        let (r, s) = t.locate(&vb, &mut Vec::new()).unwrap();
+        assert_eq!(r, Rect::new(101, 61, 32, 24));
+        assert!(s > 0.99, "{s}");
+        let mut atlas = Atlas::new();
+        atlas.insert("gem", t);
+        let found = atlas.locate_all(&vb, 0.9);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].0.as_str(), found[0].1),
+            ("gem", Rect::new(101, 61, 32, 24))
+        );
+        let blank = vec![10u8; 200 * 120 * 4];
+        let vblank = FrameView::new(200, 120, 800, PixelFormat::Rgba, &blank).unwrap();
+        assert!(atlas.locate_all(&vblank, 0.9).is_empty(), "absent: not proposed");
     }
 
     #[test]

@@ -173,33 +173,15 @@ impl CmpOp {
     }
 }
 
-/// The outcome of checking a postcondition (ADR-0036, INV-GND-001): undefined is inconclusive, never refuted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Confirmed,
-    Refuted,
-    Inconclusive,
-}
+pub use gamepilot_core::Verdict;
 
-impl Verdict {
-    /// `true` → confirmed, `false` → refuted, anything else (undefined, a number) → inconclusive.
-    pub fn from_value(v: Value) -> Verdict {
-        match v {
-            Value::Bool(true) => Verdict::Confirmed,
-            Value::Bool(false) => Verdict::Refuted,
-            _ => Verdict::Inconclusive,
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Verdict::Confirmed => "confirmed",
-            Verdict::Refuted => "refuted",
-            Verdict::Inconclusive => "inconclusive",
-        })
+/// A postcondition's value as its verdict (ADR-0036, INV-GND-001): `true` → confirmed, `false` → refuted,
+/// anything else (undefined, a number) → inconclusive, never refuted.
+pub fn verdict_of(v: Value) -> Verdict {
+    match v {
+        Value::Bool(true) => Verdict::Confirmed,
+        Value::Bool(false) => Verdict::Refuted,
+        _ => Verdict::Inconclusive,
     }
 }
 
@@ -289,9 +271,9 @@ mod tests {
         assert_ne!(U, Value::Int(0));
         assert_ne!(U, F);
         assert_eq!(U.compare(CmpOp::Eq, Value::Int(0)), U);
-        assert_eq!(Verdict::from_value(U), Verdict::Inconclusive);
-        assert_eq!(Verdict::from_value(T), Verdict::Confirmed);
-        assert_eq!(Verdict::from_value(F), Verdict::Refuted);
+        assert_eq!(verdict_of(U), Verdict::Inconclusive);
+        assert_eq!(verdict_of(T), Verdict::Confirmed);
+        assert_eq!(verdict_of(F), Verdict::Refuted);
     }
 
     #[test]

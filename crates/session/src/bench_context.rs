@@ -1,10 +1,10 @@
-//! The context `gamepilot bench model` drives (issue 16 item 3): the demo's goal and plan, and
+//! The context `gamepilot bench model` drives: the demo's goal and plan, and
 //! consecutive tactical ticks kept as `run`'s session keeps them — each prompt extending the last one
 //! sent, each reply entering the history, each observation ending its tick. No IO: the caller asks the host.
 
 use gamepilot_context::{
-    Context, ContextConfig, ContextError, HistoryEntry, ObservationText, Plan, PlanStep, Prompt, StepStatus,
-    ToolSet,
+    Context, ContextConfig, ContextError, HistoryEntry, ObservationText, PlanBlock, PlanStep, Prompt,
+    StepStatus, ToolSet,
 };
 use gamepilot_core::MonoTime;
 
@@ -20,8 +20,8 @@ pub struct BenchContext {
 }
 
 impl BenchContext {
-    /// The demo's goal and plan with `run`'s tools by mark; `synthetic`: issue 16's three-mark corridor
-    /// with every tool.
+    /// The demo's goal and plan with `run`'s tools by mark; `synthetic`: the three-mark corridor (the
+    /// first tactical-latency figures' observation) with every tool.
     pub fn for_scene(synthetic: bool, context_tokens: u32) -> Result<Self, ContextError> {
         let (tools, goal, subgoal, next) = if synthetic {
             (
@@ -46,7 +46,7 @@ impl BenchContext {
             ..ContextConfig::default()
         };
         let mut context = Context::new(config, &tools, goal, MonoTime::ZERO)?;
-        context.set_plan(Plan {
+        context.set_plan(PlanBlock {
             steps: vec![
                 PlanStep::new(subgoal, StepStatus::Active),
                 PlanStep::new(next, StepStatus::Pending),

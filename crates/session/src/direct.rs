@@ -79,11 +79,11 @@ pub fn direct_target(obs: &Observation, name: &str, excluded: &[ElementId]) -> O
 mod tests {
     use super::*;
     use gamepilot_core::{MonoTime, Rect, Size};
-    use gamepilot_vision::{Element, ElementSource, FrameClass};
+    use gamepilot_vision::{Element, ElementSource, FrameChange};
 
     #[test]
     fn a_subgoal_names_the_element_it_clicks_and_nothing_else() {
-        // Issue 27 item 3: plans that name what to do are grounded without guessing
+        // Plans that name what to do are grounded without guessing
         assert_eq!(named_element("click 'New Game'").as_deref(), Some("new game"));
         assert_eq!(
             named_element("Press the \"Start Game\" button").as_deref(),
@@ -109,7 +109,7 @@ mod tests {
         Observation {
             at: MonoTime::ZERO,
             frame_size: Size::new(640, 480),
-            class: FrameClass::Scene,
+            class: FrameChange::Scene,
             texts: Vec::new(),
             elements: labels
                 .iter()
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn only_one_visible_element_with_that_label_is_grounded_directly() {
-        // Issue 27 item 3: the model is asked when there is a real choice
+        // The model is asked when there is a real choice
         let menu = labelled(&["Arcade Game", "New Game!", "Options"]);
         assert_eq!(direct_target(&menu, "new game", &[]), Some(ElementId(2)));
         assert_eq!(

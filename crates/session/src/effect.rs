@@ -2,9 +2,9 @@
 //! recording records, the stop). Serialisable for the recording; a job's context copy is represented by
 //! the fingerprint of the prompt it renders, so a replay diffs it without storing it.
 
-use crate::input::FrameHealth;
 use gamepilot_context::{CompactionEvent, Context, Tool};
 use gamepilot_core::action::{Action, Intention};
+use gamepilot_core::FrameHealth;
 use gamepilot_core::{ElementId, Rect, SubgoalId};
 use gamepilot_grounding::{ActionId, FailureCause, GroundingPath, Target, Verdict};
 use gamepilot_planner::{Command, Event, StopReason, Trigger};
@@ -34,13 +34,13 @@ pub enum Effect {
 pub enum ReflexCommand {
     /// Hand an intention to the executor; `generation` is the transform chain it was grounded in.
     Submit {
-        action: u64,
+        action: ActionId,
         intention: Intention,
         generation: u64,
     },
     /// Watch the region (capture space) or the whole frame for change after the action.
     Watch {
-        action: u64,
+        action: ActionId,
         region: Option<Rect>,
         settle_ms: u64,
     },
@@ -50,9 +50,9 @@ pub enum ReflexCommand {
     Subgoal { active: Option<(SubgoalId, usize)> },
     /// Pause the executor (everything released, nothing delivered) while an action awaits the user.
     Pause { paused: bool },
-    /// Steer the steering action `action` (just submitted) toward its target (`move_to`, issue 16).
+    /// Steer the steering action `action` (just submitted) toward its target (`move_to`).
     Steer {
-        action: u64,
+        action: ActionId,
         plan: gamepilot_grounding::SteerPlan,
     },
 }
@@ -75,7 +75,7 @@ pub struct TacticalJob {
     pub two_stage: bool,
     pub with_image: bool,
     pub visual_pixels: u64,
-    /// How the model answers coordinates when it sees the image (issue 15); capture pixels otherwise.
+    /// How the model answers coordinates when it sees the image; capture pixels otherwise.
     #[serde(default, skip_serializing_if = "is_capture_pixels")]
     pub coords: gamepilot_core::CoordConvention,
     /// The observation text is cut to this many bytes before it enters the prompt.
@@ -87,7 +87,7 @@ pub struct TacticalJob {
     /// The frame's health when the tick started (FR-PERC-009): a black, frozen or occluded frame is
     /// named in the observation the model reads.
     pub health: FrameHealth,
-    /// Only perceive: no model call (self-identification's frames after each probe hold, issue 16).
+    /// Only perceive: no model call (self-identification's frames after each probe hold).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub perceive_only: bool,
     /// Keep this tick's frame for a perceive-only tick that may follow (self-identification enabled and
@@ -240,10 +240,33 @@ pub enum SessionStop {
     PromptTooLarge { detail: String },
     /// Capture failed past its retry bound (FR-PERC-009).
     CaptureFailed { detail: String },
-    /// The model host stopped answering (killed, crashed) and did not come back (issue 14).
+    /// The model host stopped answering (killed, crashed) and did not come back.
     ModelHostGone { detail: String },
     /// A signal or a dead worker.
     External { detail: String },
+}
+
+impl SessionStop {
+    /// The goal was met: the only stop that is a success.
+    pub fn goal_met(&self) -> bool {
+        matches!(
+            self,
+            SessionStop::Loop {
+                reason: StopReason::GoalMet,
+                ..
+            }
+        )
+    }
+
+    /// The process's exit status for this stop: 0 when the goal was met, else 4 (a stop by a signal
+    /// exits 128 + the signal's number instead, decided where the signal is known).
+    pub fn exit_code(&self) -> i32 {
+        if self.goal_met() {
+            0
+        } else {
+            4
+        }
+    }
 }
 
 impl fmt::Display for SessionStop {

@@ -1,4 +1,4 @@
-//! Decision evaluation (issue 16): labelled decision points — a frame, the goal a tactical call is given
+//! Decision evaluation: labelled decision points — a frame, the goal a tactical call is given
 //! there, the box a right click lands in — and the scoring of the model's replies: correct, schema-valid,
 //! latency and prefix-cache figures per scene kind. Pure: replies and observations in, figures out.
 
@@ -190,13 +190,13 @@ impl EvalSummary {
 mod tests {
     use super::*;
     use gamepilot_core::{ElementId, MonoTime, MouseButton, Size};
-    use gamepilot_vision::{Element, ElementSource, FrameClass};
+    use gamepilot_vision::{Element, ElementSource, FrameChange};
 
     fn obs() -> Observation {
         Observation {
             at: MonoTime::ZERO,
             frame_size: Size::new(1280, 720),
-            class: FrameClass::Scene,
+            class: FrameChange::Scene,
             texts: Vec::new(),
             elements: vec![Element {
                 id: ElementId(4),

@@ -3,8 +3,9 @@
 //! input and `gamepilot replay` feeds them back to [`crate::Session::step`].
 
 use gamepilot_context::TacticalReply;
-use gamepilot_core::MonoTime;
-use gamepilot_planner::{FrameChange, PlanSpec, SubgoalCheck};
+use gamepilot_core::{ActionId, FrameChange, FrameHealth, Interlock, MonoTime, Worker};
+use gamepilot_executor::{ActionEnd, RejectReason};
+use gamepilot_planner::{PlanSpec, SubgoalCheck};
 use gamepilot_vision::Observation;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -19,23 +20,23 @@ pub enum Input {
     /// [`crate::ReflexFeed`]).
     Reflex(ReflexReport),
     /// The executor accepted an action: from now on it is executed (and recorded as such).
-    ActionAccepted { action: u64 },
+    ActionAccepted { action: ActionId },
     /// The executor refused an action at submission (FR-ACT-006): denied key, rate, max hold, stale
     /// grounding …
-    ActionRejected { action: u64, rejection: Rejection },
+    ActionRejected { action: ActionId, reason: RejectReason },
     /// The executor stopped stepping an accepted action.
-    ActionEnded { action: u64, end: ActionEnd },
+    ActionEnded { action: ActionId, end: ActionEnd },
     /// One change-watch sample for an executed action: did the watched pixels change since it was issued?
-    Evidence { action: u64, changed: Option<bool> },
+    Evidence { action: ActionId, changed: Option<bool> },
     /// A `move_to` ended (the reflex's steering controller): arrived or not, and on how many ticks
     /// tracking saw the moving box.
     Steered {
-        action: u64,
+        action: ActionId,
         end: gamepilot_grounding::SteerEnd,
         sightings: u32,
     },
     /// A safety interlock acted.
-    Interlock { kind: InterlockKind, detail: String },
+    Interlock { interlock: Interlock, detail: String },
     /// The target window is gone.
     WindowGone,
     /// The reflex thread ended (normally after a stop; otherwise the session stops with that reason).
@@ -45,7 +46,7 @@ pub enum Input {
     /// A deliberative pass's result.
     Plan(PlanOutcome),
     /// A research's result (untrusted excerpts, a note).
-    Research(ResearchOutcome),
+    Research(ResearchFindings),
     /// The user's answer to a destructive-action hold (FR-SAFE-005).
     Confirmation(ConfirmationAnswer),
     /// A GPU-memory degrade step (FR-MODEL-004) the wiring's memory watch decided.
@@ -56,36 +57,6 @@ pub enum Input {
     Stop { reason: ExternalStop },
     /// The user's explicit resume after their input paused the session (FR-SAFE-002).
     Resume,
-}
-
-/// A frame's health as the reflex judged it (FR-PERC-009).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FrameHealth {
-    #[default]
-    Ok,
-    Black,
-    Frozen,
-    Occluded,
-    /// Capture failed on this tick (retried).
-    CaptureError,
-}
-
-impl FrameHealth {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrameHealth::Ok => "ok",
-            FrameHealth::Black => "black",
-            FrameHealth::Frozen => "frozen",
-            FrameHealth::Occluded => "occluded",
-            FrameHealth::CaptureError => "capture error",
-        }
-    }
-
-    /// Evidence read from such a frame says nothing about the game.
-    pub fn unreadable(self) -> bool {
-        !matches!(self, FrameHealth::Ok)
-    }
 }
 
 /// One reflex report.
@@ -121,116 +92,6 @@ pub struct ReflexReport {
 
 fn in_front() -> bool {
     true
-}
-
-/// Why the executor refused an action (FR-ACT-006). The text is the model's to read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "rejection", rename_all = "snake_case")]
-pub enum Rejection {
-    DeniedKey {
-        chord: String,
-    },
-    RateLimited {
-        detail: String,
-    },
-    MaxHold {
-        detail: String,
-    },
-    /// Grounded in an older transform chain than the current one (the window moved, FR-PERC-002).
-    StaleGeneration {
-        grounded: u64,
-        current: u64,
-    },
-    /// Held by an interlock (paused, halted, not focused).
-    Interlocked {
-        detail: String,
-    },
-    Invalid {
-        detail: String,
-    },
-}
-
-impl fmt::Display for Rejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rejection::DeniedKey { chord } => write!(f, "denied key {chord} (the user's deny list)"),
-            Rejection::RateLimited { detail } => write!(f, "input rate limit: {detail}"),
-            Rejection::MaxHold { detail } => write!(f, "longer than the maximum hold: {detail}"),
-            Rejection::StaleGeneration { grounded, current } => write!(
-                f,
-                "the window moved since the action was grounded (generation {grounded}, now {current})"
-            ),
-            Rejection::Interlocked { detail } => write!(f, "held by an interlock: {detail}"),
-            Rejection::Invalid { detail } => write!(f, "invalid: {detail}"),
-        }
-    }
-}
-
-/// How an accepted action ended in the executor.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "end", rename_all = "snake_case")]
-pub enum ActionEnd {
-    Finished,
-    /// Cancelled before it finished (interlock, owner cancelled, stop).
-    Cancelled {
-        reason: String,
-    },
-    /// Refused when it was due (an interlock or the foreground guard).
-    Blocked {
-        reason: String,
-    },
-}
-
-/// The safety interlocks the reflex reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InterlockKind {
-    /// The user touched a real device (FR-SAFE-002).
-    UserInput,
-    /// The guardian halted (panic chord, stale heartbeat, FR-SAFE-001/003).
-    Halt,
-    /// The guardian process is gone.
-    GuardianGone,
-    /// The game window lost focus (FR-SAFE-004): input is withheld, the session goes on.
-    FocusLost,
-    FocusBack,
-    DeniedKey,
-    MaxHold,
-    /// The frame's health changed (FR-PERC-009).
-    FrameHealth,
-    /// The window moved, resized or changed scale (FR-PERC-002).
-    WindowChanged,
-    /// Capture kept failing past its retry bound.
-    CaptureFailed,
-    /// The held record and the server disagreed; resolved by releasing.
-    HeldDivergence,
-}
-
-impl InterlockKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InterlockKind::UserInput => "user_input",
-            InterlockKind::Halt => "halt",
-            InterlockKind::GuardianGone => "guardian_gone",
-            InterlockKind::FocusLost => "focus_lost",
-            InterlockKind::FocusBack => "focus_back",
-            InterlockKind::DeniedKey => "denied_key",
-            InterlockKind::MaxHold => "max_hold",
-            InterlockKind::FrameHealth => "frame_health",
-            InterlockKind::WindowChanged => "window_changed",
-            InterlockKind::CaptureFailed => "capture_failed",
-            InterlockKind::HeldDivergence => "held_divergence",
-        }
-    }
-
-    /// Interlocks that end the session (the guardian halted or died, capture died). The user's input
-    /// pauses it instead, until their resume (FR-SAFE-002).
-    pub fn stops_session(self) -> bool {
-        matches!(
-            self,
-            InterlockKind::Halt | InterlockKind::GuardianGone | InterlockKind::CaptureFailed
-        )
-    }
 }
 
 /// The reflex's own figures, reported when it ends.
@@ -317,7 +178,7 @@ pub struct PlanOutcome {
 
 /// A research's result. Excerpts are untrusted text: `(source, retrieved, text)`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ResearchOutcome {
+pub struct ResearchFindings {
     pub query: String,
     pub excerpts: Vec<(String, String, String)>,
     pub note: String,
@@ -368,7 +229,7 @@ pub enum ExternalStop {
     /// SIGINT, SIGTERM, SIGHUP.
     Signal { name: String },
     /// A worker thread ended or panicked.
-    WorkerDied { worker: String, detail: String },
+    WorkerDied { worker: Worker, detail: String },
 }
 
 impl fmt::Display for ExternalStop {

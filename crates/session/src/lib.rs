@@ -20,9 +20,8 @@ pub use effect::{
     TacticalJob,
 };
 pub use input::{
-    ActionEnd, ConfirmationAnswer, DegradeStep, ExternalStop, FailureKind, FrameHealth, HostRestart, Input,
-    InterlockKind, ModelReply, PlanOutcome, ReflexReport, ReflexStats, Rejection, ResearchOutcome,
-    TacticalFailure, TacticalOutcome,
+    ConfirmationAnswer, DegradeStep, ExternalStop, FailureKind, HostRestart, Input, ModelReply, PlanOutcome,
+    ReflexReport, ReflexStats, ResearchFindings, TacticalFailure, TacticalOutcome,
 };
 pub use scene::{scene_kind, SceneKind};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};

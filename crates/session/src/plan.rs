@@ -95,7 +95,7 @@ pub fn plan_from_reply(value: &Value, post: &Postconditions, first_id: u32) -> R
     Ok(plan)
 }
 
-/// Whether a plan makes sense now (issue 16): its subgoals reach different states — no two share a
+/// Whether a plan makes sense now: its subgoals reach different states — no two share a
 /// postcondition or a description — and none is reached already. `already_true(source)` is the
 /// postcondition's value on the latest reflex tick (`None`: undefined, never a reason to reject). `Err`
 /// says why, in words the model reads when it is asked again.
@@ -149,7 +149,7 @@ pub fn repair_plan(spec: &PlanSpec, already_true: impl Fn(&str) -> Option<bool>)
     (!kept.is_empty()).then_some(PlanSpec { subgoals: kept })
 }
 
-/// The plan of last resort (issue 16): when a pass leaves nothing sound to act on, the goal itself
+/// The plan of last resort: when a pass leaves nothing sound to act on, the goal itself
 /// becomes the one subgoal, ending at the first offered postcondition not yet true (the goal check leads
 /// the offered list), so the tactical cadence keeps working toward the goal while the planner fails.
 /// None when every offered postcondition is already true.
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn the_goal_itself_is_the_plan_of_last_resort() {
-        // Issue 16: the demo clicked Play, the planner then only re-planned the done subgoal, and the
+        // The demo clicked Play, the planner then only re-planned the done subgoal, and the
         // tactical cadence sat idle with no subgoal. The goal check leads; reached ones are passed over.
         let sources = vec!["coins >= 1".to_string(), "in_play".to_string()];
         let budget = Budget {
@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_degenerate_plan_is_refused_with_its_reason() {
-        // Issue 16 item 5: identical subgoals, a repeated postcondition, a postcondition already true.
+        // Identical subgoals, a repeated postcondition, a postcondition already true.
         let never = |_: &str| Some(false);
         let good = spec(&[("click Play", "playing"), ("collect a coin", "coins >= 1")]);
         assert_eq!(plan_sense(&good, never), Ok(()));

@@ -1,4 +1,4 @@
-//! The order a small model reads the elements in (issue 16 item 2): each element is scored against the
+//! The order a small model reads the elements in: each element is scored against the
 //! current subgoal (twice) and the goal — a label the text names whole, label words sharing a stem with
 //! the text's words (action verbs and function words aside), a grid cell whose row and column the text
 //! names — best first; once the avatar is known, the places `move_to` may go lead, nearest first.
@@ -178,7 +178,7 @@ fn focus_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel>) -
 mod tests {
     use super::*;
     use gamepilot_core::{MonoTime, Rect, Size};
-    use gamepilot_vision::FrameClass;
+    use gamepilot_vision::FrameChange;
 
     fn element(id: u32, source: ElementSource, label: Option<&str>, x: i32, y: i32) -> Element {
         Element {
@@ -197,7 +197,7 @@ mod tests {
         Observation {
             at: MonoTime::ZERO,
             frame_size: Size::new(1280, 720),
-            class: FrameClass::Scene,
+            class: FrameChange::Scene,
             texts: vec![],
             elements,
         }
@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn a_label_the_goal_names_whole_comes_before_labels_that_merely_share_words() {
         // The practice menu: the subtitle shares "collect" and "coin" with the goal, the hint shares
-        // "click"; the goal names "Play" whole. Issue 16: the demo clicked the title and the subtitle.
+        // "click"; the goal names "Play" whole. The demo once clicked the title and the subtitle.
         let o = obs(vec![
             element(1, ElementSource::Text, Some("PRACTICEARENA"), 600, 120),
             element(

@@ -187,7 +187,7 @@ impl SafeState {
 mod tests {
     use super::*;
     use gamepilot_core::{MonoTime, Rect, Size};
-    use gamepilot_vision::{Element, FrameClass, TextItem};
+    use gamepilot_vision::{Element, FrameChange, TextItem};
 
     fn screen(texts: &[&str], back: Option<&str>) -> Observation {
         let texts: Vec<TextItem> = texts
@@ -216,7 +216,7 @@ mod tests {
         Observation {
             at: MonoTime::ZERO,
             frame_size: Size::new(320, 240),
-            class: FrameClass::Scene,
+            class: FrameChange::Scene,
             texts,
             elements,
         }

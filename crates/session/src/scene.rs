@@ -76,13 +76,13 @@ pub fn scene_kind(obs: &Observation) -> SceneKind {
 mod tests {
     use super::*;
     use gamepilot_core::{MonoTime, Rect, Size};
-    use gamepilot_vision::{FrameClass, TextItem};
+    use gamepilot_vision::{FrameChange, TextItem};
 
     fn obs(texts: &[(&str, i32, i32)]) -> Observation {
         Observation {
             at: MonoTime::ZERO,
             frame_size: Size::new(1280, 720),
-            class: FrameClass::Scene,
+            class: FrameChange::Scene,
             texts: texts
                 .iter()
                 .map(|(s, x, y)| TextItem {

@@ -1,4 +1,4 @@
-//! The session's self-identification (issue 16 item 4a): on the first observation that shows something that
+//! The session's self-identification: on the first observation that shows something that
 //! could move (at least three small unlabelled elements, no dialogue) it holds each configured direction
 //! key briefly, one at a time, with a perceive-only tactical tick (no model call) after each hold, and
 //! hands the frames around every hold to `gamepilot_grounding::identify`. A failed attempt (a menu, a
@@ -282,7 +282,7 @@ mod tests {
     use super::*;
     use crate::relevance::{model_order, Focus};
     use gamepilot_core::{ElementId, MonoTime, Rect, Size};
-    use gamepilot_vision::{Element, ElementSource, FrameClass};
+    use gamepilot_vision::{Element, ElementSource, FrameChange};
 
     /// The moves the tactical thread measures after a hold that shifted the world by `shift` (the avatar,
     /// first, stays; the other three move).
@@ -306,7 +306,7 @@ mod tests {
         Observation {
             at: MonoTime::ZERO,
             frame_size: Size::new(1280, 720),
-            class: FrameClass::Scene,
+            class: FrameChange::Scene,
             texts: Vec::new(),
             elements: vec![
                 el(14, 626, 346, 30, "white square"),
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn four_probe_holds_on_the_play_field_name_the_avatar_and_its_keys() {
-        // issue 16 item 4 (a), through the session's own sequence of holds and perceive-only ticks
+        // Self-identification through the session's own sequence of holds and perceive-only ticks
         let mut s = SelfId::new(Some(SteeringConfig::default()));
         assert_eq!(
             s.on_observation(&obs((0, 0)), SceneKind::Dialogue, 1, &shift_moves((0, 0))),
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn the_model_reads_goal_words_first_then_places_nearest_the_avatar() {
-        // issue 16 item 2: the order of the list a small model reads
+        // The order of the list a small model reads
         let mut o = obs((0, 0));
         o.elements.push(Element {
             id: ElementId(30),

@@ -10,25 +10,25 @@ use crate::effect::{
     TacticalJob,
 };
 use crate::input::{
-    ActionEnd, ConfirmationAnswer, FailureKind, FrameHealth, Input, InterlockKind, ModelReply, PlanOutcome,
-    ReflexReport, ReflexStats, Rejection, ResearchOutcome, TacticalOutcome,
+    ConfirmationAnswer, FailureKind, Input, ModelReply, PlanOutcome, ReflexReport, ReflexStats,
+    ResearchFindings, TacticalOutcome,
 };
 use crate::safe_state::{Begin, SafeState, ScreenPrint, Step as SafeStep};
 use crate::scene::{scene_kind, SceneKind};
 use crate::SessionError;
 use gamepilot_context::{
-    Cadence, CompactionInput, Context, ContextConfig, HistoryEntry, ObservationText, Plan as CtxPlan,
+    Cadence, CompactionInput, Context, ContextConfig, HistoryEntry, ObservationText, PlanBlock as CtxPlan,
     PlanStep, ResearchExcerpt, StepStatus, TacticalReply, Tool, ToolSet,
 };
 use gamepilot_core::action::{Action, Intention};
-use gamepilot_core::{ElementId, MonoTime, Point, Rect, SubgoalId};
+use gamepilot_core::{ElementId, FrameHealth, Interlock, MonoTime, Point, Rect, SubgoalId};
+use gamepilot_executor::RejectReason;
 use gamepilot_grounding::{
     ActionId, ChangeDirection, Evidence, ExpectedChange, FailureCause, FailureFacts, FailureHistogram,
     GroundingPath, Target,
 };
 use gamepilot_planner::{
-    Command, Event, FrameChange, LoopConfig, LoopState, RejectReason, Rung, StopReason, SubgoalStatus,
-    Trigger,
+    Command, Event, FrameChange, LoopConfig, LoopState, Refusal, Rung, StopReason, SubgoalStatus, Trigger,
 };
 use gamepilot_vision::Observation;
 use serde::{Deserialize, Serialize};
@@ -77,8 +77,8 @@ pub struct SessionConfig {
     pub context_tokens: u32,
     /// The observation text a prompt carries is cut to this many bytes.
     pub observation_max_bytes: usize,
-    /// A tactical prompt lists at most this many elements, those the focus points at first (issue 16:
-    /// a small model reads a short list, and every listed element costs prompt tokens).
+    /// A tactical prompt lists at most this many elements, those the focus points at first
+    /// (a small model reads a short list, and every listed element costs prompt tokens).
     #[serde(default = "default_observation_max_elements")]
     pub observation_max_elements: usize,
     /// At most this many excerpts of one research enter the context, each cut to this many bytes.
@@ -90,10 +90,10 @@ pub struct SessionConfig {
     /// takes degrees (`camera_degrees`) instead of relative counts (FR-ACT-004).
     #[serde(default)]
     pub camera_calibrated: bool,
-    /// The coordinate convention of the model's family when it sees images (issue 15).
+    /// The coordinate convention of the model's family when it sees images.
     #[serde(default)]
     pub coord_convention: gamepilot_core::CoordConvention,
-    /// Self-identification and `move_to` (issue 16 item 4): the direction keys to probe. `None`: the
+    /// Self-identification and `move_to`: the direction keys to probe. `None`: the
     /// session never probes and the model has no `move_to`.
     #[serde(default)]
     pub steering: Option<crate::selfid::SteeringConfig>,
@@ -139,7 +139,7 @@ struct GroundedAction {
     unreadable_evidence: bool,
     /// A scene change was seen while the action was being verified.
     scene_changed: bool,
-    /// A `move_to`: the reflex steers it and its end is the evidence (issue 16 item 4).
+    /// A `move_to`: the reflex steers it and its end is the evidence.
     steer: Option<gamepilot_grounding::SteerPlan>,
     /// The verification window, when not the loop's default (a steering run lasts up to its bound).
     settle_ms: Option<u64>,
@@ -200,7 +200,7 @@ pub struct SessionNumbers {
     pub schema_violations: u64,
     pub tactical_latency_ms: Vec<f64>,
     /// From each new screen (the session's start, a scene change) to the first action the executor took
-    /// after it, in ms: the latency a player feels (issue 29).
+    /// after it, in ms: the latency a player feels.
     pub first_action_ms: Vec<f64>,
     pub prompt_tokens: u64,
     pub cached_prompt_tokens: u64,
@@ -258,7 +258,7 @@ impl SessionNumbers {
             self.deliberating,
             self.held_inputs,
             sensors,
-            self.health.as_str(),
+            self.health,
             self.confirmed,
             self.refuted,
             self.inconclusive,
@@ -273,7 +273,7 @@ pub struct Session {
     cfg: SessionConfig,
     state: LoopState,
     context: Context,
-    actions: BTreeMap<u64, GroundedAction>,
+    actions: BTreeMap<ActionId, GroundedAction>,
     next_action: u64,
     next_subgoal: u32,
     next_hold: u64,
@@ -318,13 +318,13 @@ pub struct Session {
     health: FrameHealth,
     last_goal_met: Option<bool>,
     /// The pass and trigger of the deliberation last started, and whether its plan was already refused
-    /// once as degenerate and asked again (issue 16: asked again once, then the pass fails).
+    /// once as degenerate and asked again (asked again once, then the pass fails).
     deliberation: Option<(u64, Trigger, bool)>,
     stop: Option<SessionStop>,
     stopped_by: Option<String>,
     /// Consecutive tactical calls the host refused as too large.
     overflow_streak: u32,
-    /// Consecutive unreachable-host failures and when the streak began (issue 14).
+    /// Consecutive unreachable-host failures and when the streak began.
     host_streak: (u32, MonoTime),
     /// Failures the session attributes itself (action choice, perception), beside the loop logic's.
     extra_failures: FailureHistogram,
@@ -334,11 +334,11 @@ pub struct Session {
     /// The visual budget the user configured (degrade steps scale it, FR-MODEL-004).
     base_visual_pixels: u64,
     numbers: SessionNumbers,
-    /// Self-identification and the avatar it found (issue 16 item 4).
+    /// Self-identification and the avatar it found.
     selfid: crate::selfid::SelfId,
     /// The probe hold in progress: the next perceive-only tick waits for its end (its verdict can
     /// come while the key is still held).
-    probe_running: Option<u64>,
+    probe_running: Option<ActionId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -379,7 +379,7 @@ pub fn observation_for_model(text: &str, health: FrameHealth, max: usize) -> Str
     } else {
         format!(
             "frame health: {} — the picture may not show the game's state\n{text}",
-            health.as_str()
+            health
         )
     }
 }
@@ -639,7 +639,7 @@ impl Session {
                 // Recorded as executed only once the executor took it (a refused one is `rejected`).
                 if let Some(a) = self.actions.get(&action).filter(|a| a.executed) {
                     out.push(Effect::Record(SessionRecord::Action {
-                        action: ActionId(action),
+                        action,
                         subgoal: a.intention.subgoal,
                         payload: a.intention.action.clone(),
                         target: a.target,
@@ -647,28 +647,17 @@ impl Session {
                     }));
                 }
             }
-            Input::ActionRejected { action, rejection } => self.on_rejected(action, rejection, now, &mut out),
+            Input::ActionRejected { action, reason } => self.on_rejected(action, reason, now, &mut out),
             Input::ActionEnded { action, end } => {
                 if self.probe_running == Some(action) {
                     self.probe_running = None;
-                    if end != ActionEnd::Finished {
+                    if !end.is_finished() {
                         self.selfid.probe_lost();
                     }
                 }
-                if end != ActionEnd::Finished && self.actions.contains_key(&action) {
-                    let reason = match end {
-                        ActionEnd::Cancelled { reason } => format!("cancelled: {reason}"),
-                        ActionEnd::Blocked { reason } => format!("blocked: {reason}"),
-                        ActionEnd::Finished => String::new(),
-                    };
-                    self.feed(
-                        Event::ActionFailed {
-                            action: ActionId(action),
-                            reason,
-                        },
-                        now,
-                        &mut out,
-                    );
+                if !end.is_finished() && self.actions.contains_key(&action) {
+                    let reason = end.to_string();
+                    self.feed(Event::ActionFailed { action, reason }, now, &mut out);
                 }
             }
             Input::Evidence { action, changed } => {
@@ -682,7 +671,7 @@ impl Session {
                     };
                     self.feed(
                         Event::Evidence {
-                            action: ActionId(action),
+                            action,
                             evidence,
                             facts,
                         },
@@ -702,7 +691,7 @@ impl Session {
                     }));
                     self.feed(
                         Event::Evidence {
-                            action: ActionId(action),
+                            action,
                             evidence: Evidence::Postcondition {
                                 value: Some(end.reached()),
                             },
@@ -716,21 +705,21 @@ impl Session {
                     );
                 }
             }
-            Input::Interlock { kind, detail } => {
+            Input::Interlock { interlock, detail } => {
                 out.push(Effect::Record(SessionRecord::Interlock {
-                    interlock: kind.as_str().into(),
+                    interlock: interlock.name().into(),
                     detail: detail.clone(),
                 }));
-                if kind == InterlockKind::CaptureFailed {
+                if matches!(interlock, Interlock::CaptureFailed { .. }) {
                     self.finish(SessionStop::CaptureFailed { detail }, &mut out);
-                } else if kind == InterlockKind::UserInput {
+                } else if interlock == Interlock::UserInput {
                     // FR-SAFE-002: the reflex released everything and waits; so does the session, until
                     // the user's explicit resume.
                     self.user_paused.get_or_insert(now);
                     out.push(Effect::Reflex(ReflexCommand::Pause { paused: true }));
-                } else if kind.stops_session() {
+                } else if interlock.stops_session() {
                     self.stopped_by
-                        .get_or_insert_with(|| format!("{}: {detail}", kind.as_str()));
+                        .get_or_insert_with(|| format!("{}: {detail}", interlock.name()));
                     self.feed(Event::UserStop, now, &mut out);
                 }
             }
@@ -844,10 +833,10 @@ impl Session {
                     out.push(Effect::Reflex(ReflexCommand::CancelOwner { subgoal }));
                 }
                 Command::Execute { action, subgoal } => {
-                    if let Some(a) = self.actions.get_mut(&action.0) {
+                    if let Some(a) = self.actions.get_mut(&action) {
                         a.intention.subgoal = subgoal;
                         a.executed = true;
-                        // The key map was learned under the old heading (issue 16).
+                        // The key map was learned under the old heading.
                         if matches!(
                             a.intention.action,
                             Action::Camera { .. } | Action::CameraDegrees { .. }
@@ -855,17 +844,17 @@ impl Session {
                             self.selfid.camera_turned();
                         }
                         out.push(Effect::Reflex(ReflexCommand::Submit {
-                            action: action.0,
+                            action,
                             intention: a.intention.clone(),
                             generation: a.generation,
                         }));
                         match &a.steer {
                             Some(plan) => out.push(Effect::Reflex(ReflexCommand::Steer {
-                                action: action.0,
+                                action,
                                 plan: plan.clone(),
                             })),
                             None => out.push(Effect::Reflex(ReflexCommand::Watch {
-                                action: action.0,
+                                action,
                                 region: a.region,
                                 settle_ms: self.cfg.loop_cfg.settle_ms,
                             })),
@@ -873,14 +862,14 @@ impl Session {
                     }
                 }
                 Command::Reject { action, reason } => {
-                    if self.probe_running == Some(action.0) {
+                    if self.probe_running == Some(action) {
                         self.probe_running = None;
                         self.selfid.probe_lost();
                     }
                     self.numbers.rejected += 1;
-                    if let Some(a) = self.actions.remove(&action.0) {
+                    if let Some(a) = self.actions.remove(&action) {
                         let why = match reason {
-                            RejectReason::NeedAlternative => {
+                            Refusal::NeedAlternative => {
                                 "not executed: this action did not help; choose a different one".to_string()
                             }
                             other => format!("not executed: {other:?}"),
@@ -898,7 +887,7 @@ impl Session {
                         verdict,
                         cause: None,
                     }));
-                    if let Some(a) = self.actions.remove(&action.0) {
+                    if let Some(a) = self.actions.remove(&action) {
                         if verdict == gamepilot_grounding::Verdict::Confirmed {
                             if let Some(p) = a.screen {
                                 self.safe.confirmed_on(p);
@@ -1033,7 +1022,7 @@ impl Session {
                 )
             })
             .collect();
-        // The model reads the active subgoal in words (its id alone said nothing, issue 16).
+        // The model reads the active subgoal in words (its id alone said nothing).
         let subgoal = active.and_then(|a| {
             plan.subgoals
                 .iter()
@@ -1124,7 +1113,7 @@ impl Session {
         if r.health != self.health {
             out.push(Effect::Record(SessionRecord::Interlock {
                 interlock: "frame_health".into(),
-                detail: format!("{} -> {}", self.health.as_str(), r.health.as_str()),
+                detail: format!("{} -> {}", self.health, r.health),
             }));
             self.health = r.health;
         }
@@ -1182,7 +1171,7 @@ impl Session {
             return;
         }
         if let Some(h) = self.held.take() {
-            let reason = Rejection::StaleGeneration {
+            let reason = RejectReason::StaleGeneration {
                 grounded: h.grounded.generation,
                 current: self.generation,
             }
@@ -1201,7 +1190,13 @@ impl Session {
         }
     }
 
-    fn on_rejected(&mut self, action: u64, rejection: Rejection, now: MonoTime, out: &mut Vec<Effect>) {
+    fn on_rejected(
+        &mut self,
+        action: ActionId,
+        rejection: RejectReason,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
         if self.probe_running == Some(action) {
             self.probe_running = None;
             self.selfid.probe_lost();
@@ -1215,19 +1210,12 @@ impl Session {
                 format!("rejected by the executor: {reason}"),
             ));
             out.push(Effect::Record(SessionRecord::Rejected {
-                action: ActionId(action),
+                action,
                 reason: reason.clone(),
             }));
             self.numbers.rejected += 1;
         }
-        self.feed(
-            Event::ActionFailed {
-                action: ActionId(action),
-                reason,
-            },
-            now,
-            out,
-        );
+        self.feed(Event::ActionFailed { action, reason }, now, out);
         self.actions.remove(&action);
     }
 
@@ -1286,14 +1274,14 @@ impl Session {
         );
         let mut tools = tools_for_path(path, self.cfg.camera_calibrated);
         if self.selfid.avatar().is_some() {
-            // Issue 16: with the avatar known, a place in the world is reached by steering, not by a
+            // With the avatar known, a place in the world is reached by steering, not by a
             // click at a pixel (the demo's model clicked the HUD's column instead of walking to a coin);
             // marks stay clickable, for the buttons a play view carries.
             tools.retain(|t| *t != Tool::Click);
             tools.push(Tool::MoveTo);
         }
         let perceive_only = self.selfid.probing() || self.retry.is_some() || self.safe.returning();
-        // Issue 27: a subgoal that names an element is clicked without a model call when exactly one
+        // A subgoal that names an element is clicked without a model call when exactly one
         // element carries that label — once per subgoal and name, so a click that did not finish the
         // subgoal leaves the next choice to the model.
         let direct = match (
@@ -1403,7 +1391,7 @@ impl Session {
             now,
             out,
         );
-        // Self-identification (issue 16 item 4a): on the first play field, and after each probe hold.
+        // Self-identification: on the first play field, and after each probe hold.
         let perceived_only = matches!(&t.reply, Err(f) if f.kind == FailureKind::NotAsked);
         match self
             .selfid
@@ -1570,7 +1558,7 @@ impl Session {
         }
         // FR-PERC-002: a pointer action grounded before the window moved is stale.
         if is_pointer(&grounded.intention.action) && generation < self.generation {
-            let reason = Rejection::StaleGeneration {
+            let reason = RejectReason::StaleGeneration {
                 grounded: generation,
                 current: self.generation,
             }
@@ -1622,7 +1610,7 @@ impl Session {
     }
 
     /// The subgoal named an element and the tactical thread found exactly one labelled so: click its mark
-    /// with no model call, labelled as the session's own grounding (issue 27).
+    /// with no model call, labelled as the session's own grounding.
     fn ground_direct(
         &mut self,
         name: &str,
@@ -1664,11 +1652,11 @@ impl Session {
         let expected = expectation(&action, None);
         let label = format!("self-identification probe: hold {key} {probe_ms} ms");
         let grounded = GroundedAction::new(action, None, None, expected, label, generation);
-        self.probe_running = Some(self.next_action);
+        self.probe_running = Some(ActionId(self.next_action));
         self.propose(grounded, now, out);
     }
 
-    /// `move_to` (issue 16 item 4b): the reflex steers the avatar to the marked element with the keys
+    /// `move_to`: the reflex steers the avatar to the marked element with the keys
     /// self-identification learned; the evidence is the avatar's box reaching the target's.
     fn ground_move_to(
         &mut self,
@@ -1802,10 +1790,10 @@ impl Session {
 
     /// Propose a grounded action to the loop logic, which executes or rejects it.
     fn propose(&mut self, grounded: GroundedAction, now: MonoTime, out: &mut Vec<Effect>) {
-        let id = self.next_action;
+        let id = ActionId(self.next_action);
         self.next_action += 1;
         let event = Event::ActionProposed {
-            action: ActionId(id),
+            action: id,
             key: grounded.label.clone(),
             target: grounded.target,
             path: grounded.path,
@@ -1878,7 +1866,7 @@ impl Session {
             }));
             self.research_question = Some(q);
         }
-        // Issue 16: a degenerate plan (subgoals alike, a postcondition already true) is refused with its
+        // A degenerate plan (subgoals alike, a postcondition already true) is refused with its
         // reason, which the model reads when it is asked again, once; a second degenerate answer (or the
         // first, when only one postcondition is offered) is repaired — repeats and reached subgoals
         // dropped — or, with nothing sound left, fails the pass.
@@ -1951,7 +1939,7 @@ impl Session {
     }
 
     /// A pass that left nothing to act on. With a subgoal still active the loop handles the failure;
-    /// with none, the goal itself becomes the plan (issue 16: after the demo's first subgoal was done, a
+    /// with none, the goal itself becomes the plan (after the demo's first subgoal was done, a
     /// planner that only re-planned it, or timed out, left the tactical cadence idle until the session
     /// stopped for no progress).
     fn fail_pass(&mut self, pass: u64, reason: String, now: MonoTime, out: &mut Vec<Effect>) {
@@ -2072,7 +2060,7 @@ impl Session {
         ));
     }
 
-    fn on_research(&mut self, r: ResearchOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+    fn on_research(&mut self, r: ResearchFindings, now: MonoTime, out: &mut Vec<Effect>) {
         for (source, retrieved, text) in r.excerpts.iter().take(self.cfg.research_max_excerpts) {
             let text = bound_text(text, self.cfg.research_excerpt_max_bytes);
             if let Ok(e) = ResearchExcerpt::new(source, retrieved, &text) {
@@ -2145,6 +2133,14 @@ impl ReflexFeed {
             last_goal_met: None,
             last_subgoal: None,
             last_foreground: true,
+        }
+    }
+
+    /// One input from the reflex: its ticks through [`ReflexFeed::tick`], everything else at once.
+    pub fn pass(&mut self, input: Input) -> Option<Input> {
+        match input {
+            Input::Reflex(report) => self.tick(report).map(Input::Reflex),
+            other => Some(other),
         }
     }
 

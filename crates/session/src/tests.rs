@@ -4,12 +4,13 @@
 use super::*;
 use gamepilot_context::{Cadence, ObservationText, TacticalReply};
 use gamepilot_core::action::{Action, MouseButton};
-use gamepilot_core::{ElementId, MonoTime, Rect, Size, SubgoalId};
+use gamepilot_core::{ActionId, ElementId, FrameHealth, Interlock, MonoTime, Rect, Size, SubgoalId};
+use gamepilot_executor::{ActionEnd, CancelReason, RejectReason};
 use gamepilot_grounding::{FailureCause, Verdict};
 use gamepilot_planner::{
     Budget, FrameChange, LoopConfig, PlanSpec, PostconditionRef, SubgoalCheck, SubgoalSpec,
 };
-use gamepilot_vision::{Element, ElementSource, FrameClass, Observation, TextItem};
+use gamepilot_vision::{Element, ElementSource, Observation, TextItem};
 
 fn ms(v: u64) -> MonoTime {
     MonoTime(v * 1000)
@@ -62,7 +63,7 @@ fn tactical_jobs(effects: &[Effect]) -> Vec<&TacticalJob> {
         .collect()
 }
 
-fn submits(effects: &[Effect]) -> Vec<(u64, Action, u64)> {
+fn submits(effects: &[Effect]) -> Vec<(ActionId, Action, u64)> {
     effects
         .iter()
         .filter_map(|e| match e {
@@ -122,7 +123,7 @@ fn menu() -> Observation {
     Observation {
         at: MonoTime::ZERO,
         frame_size: Size::new(1280, 720),
-        class: FrameClass::Scene,
+        class: FrameChange::Scene,
         texts: vec![text("Play", 300), text("Options", 380), text("Shop", 460)],
         elements: vec![
             button(1, "Play", 300),
@@ -268,7 +269,7 @@ fn a_mark_is_grounded_to_its_centre_executed_and_verified_under_one_id() {
     );
     assert!(records(&fx).iter().any(|r| matches!(
         r,
-        SessionRecord::Verdict { action, verdict: Verdict::Confirmed, .. } if action.0 == *id
+        SessionRecord::Verdict { action, verdict: Verdict::Confirmed, .. } if *action == *id
     )));
     assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts once verified");
     assert!(plan_block(&s).contains("confirmed"));
@@ -380,7 +381,7 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
     let fx = s.step(
         Input::ActionRejected {
             action: id,
-            rejection: Rejection::DeniedKey {
+            reason: RejectReason::DeniedChord {
                 chord: "alt+F4".into(),
             },
         },
@@ -388,14 +389,14 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
     );
     assert!(records(&fx)
         .iter()
-        .any(|r| matches!(r, SessionRecord::Rejected { action, reason } if action.0 == id && reason.contains("denied key alt+F4"))));
+        .any(|r| matches!(r, SessionRecord::Rejected { action, reason } if *action == id && reason.contains("alt+F4 is on the denied list"))));
     let job = tactical_jobs(&fx)[0];
     let prompt = job
         .context
         .assemble(Cadence::Tactical, &ObservationText::new(ms(310), ""), None)
         .render();
     assert!(
-        prompt.contains("rejected by the executor: denied key alt+F4"),
+        prompt.contains("rejected by the executor: alt+F4 is on the denied list"),
         "{prompt}"
     );
     assert_eq!(s.numbers().rejected, 1);
@@ -668,8 +669,8 @@ fn all_six_failure_causes_are_reachable_from_the_sessions_evidence() {
     fx = s.step(
         Input::ActionEnded {
             action: id,
-            end: ActionEnd::Blocked {
-                reason: "focus lost".into(),
+            end: ActionEnd::Cancelled {
+                reason: CancelReason::FocusLost,
             },
         },
         ms(t),
@@ -816,7 +817,7 @@ fn the_model_sees_what_the_sensors_see_and_what_changed() {
 
 #[test]
 fn the_time_from_a_new_screen_to_the_first_action_is_measured() {
-    // Issue 29: the latency a player feels, from the session's start and from each scene change
+    // The latency a player feels, from the session's start and from each scene change
     let (mut s, fx) = planned();
     let tick = tactical_jobs(&fx)[0].tick;
     let sub = s.step(outcome(tick, menu(), click_mark(1)), ms(900));
@@ -1013,7 +1014,7 @@ fn a_calibrated_camera_is_offered_to_the_model_in_degrees() {
 
 #[test]
 fn a_model_host_that_stays_unreachable_stops_the_session_with_a_named_reason() {
-    // issue 14: a killed host is a named stop, not an idle session until its budget; a host that answers
+    // A killed host is a named stop, not an idle session until its budget; a host that answers
     // again in between resets the count
     let (mut s, adopted) = planned();
     let gone = || {
@@ -1054,7 +1055,7 @@ fn a_model_host_that_stays_unreachable_stops_the_session_with_a_named_reason() {
 
 #[test]
 fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired() {
-    // Issue 16 item 5: identical subgoals, then a postcondition that is already true.
+    // Identical subgoals, then a postcondition that is already true.
     let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
     s.step(Input::Start, ms(0));
     let twice = PlanSpec {
@@ -1126,7 +1127,7 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired()
 
 #[test]
 fn a_plan_asked_again_with_nothing_sound_left_falls_back_to_the_goal_itself() {
-    // Issue 16: with nothing sound left and no subgoal active, the goal itself becomes the one subgoal,
+    // With nothing sound left and no subgoal active, the goal itself becomes the one subgoal,
     // ending at the first offered postcondition not yet true, so the tactical cadence keeps acting.
     let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
     s.step(Input::Start, ms(0));
@@ -1174,7 +1175,7 @@ fn a_plan_asked_again_with_nothing_sound_left_falls_back_to_the_goal_itself() {
 
 #[test]
 fn with_one_postcondition_offered_a_repeating_plan_is_repaired_at_once() {
-    // Issue 16 item 5: every plan of two subgoals repeats the one postcondition, so asking again cannot
+    // Every plan of two subgoals repeats the one postcondition, so asking again cannot
     // help; the sound part is adopted without a second call.
     let cfg = SessionConfig {
         postconditions: vec!["coins >= 1".into()],
@@ -1205,7 +1206,7 @@ fn with_one_postcondition_offered_a_repeating_plan_is_repaired_at_once() {
 
 #[test]
 fn the_tactical_prompt_sent_is_committed_and_the_next_tick_extends_it() {
-    // FR-CTX-002, issue 16 item 3: the session keeps the tail of the prompt its tactical tick sent
+    // FR-CTX-002: the session keeps the tail of the prompt its tactical tick sent
     let (mut s, adopted) = planned();
     let job = tactical_jobs(&adopted)[0];
     // A frame that is no scene change (a scene change is a new baseline).
@@ -1243,7 +1244,7 @@ fn the_users_input_pauses_the_session_until_their_resume() {
     let tick = tactical_jobs(&adopted)[0].tick;
     let fx = s.step(
         Input::Interlock {
-            kind: InterlockKind::UserInput,
+            interlock: Interlock::UserInput,
             detail: "paused by Xephyr virtual keyboard".into(),
         },
         ms(300),
@@ -1422,7 +1423,7 @@ fn the_research_rung_asks_the_planners_question_and_the_second_goes_deep() {
     // Research found nothing: the rung failed, the ladder is on safe state.
     t += 100;
     s.step(
-        Input::Research(crate::ResearchOutcome {
+        Input::Research(crate::ResearchFindings {
             query: "how do I start a game".into(),
             excerpts: Vec::new(),
             note: String::new(),
@@ -1526,7 +1527,7 @@ fn the_safe_state_rung_goes_back_to_the_confirmed_screen_and_knows_it_arrived() 
         if s.loop_state().rung() == Some(gamepilot_planner::Rung::Research) {
             t += 100;
             fx.extend(s.step(
-                Input::Research(crate::ResearchOutcome {
+                Input::Research(crate::ResearchFindings {
                     query: "q".into(),
                     excerpts: Vec::new(),
                     note: String::new(),
@@ -1599,7 +1600,7 @@ fn with_no_confirmed_screen_the_safe_state_rung_fails_at_once_and_the_session_st
     drop(fx);
     t += 100;
     let fx = s.step(
-        Input::Research(crate::ResearchOutcome {
+        Input::Research(crate::ResearchFindings {
             query: "q".into(),
             excerpts: Vec::new(),
             note: String::new(),
@@ -1684,7 +1685,7 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
 
 #[test]
 fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
-    // Issue 27 item 3 (grounding without guessing), FR-GND-001 (a mark's centre), FR-GND-006 (verified)
+    // Grounding without guessing, FR-GND-001 (a mark's centre), FR-GND-006 (verified)
     let plan = PlanSpec {
         subgoals: vec![
             subgoal(1, 1, "playing", "click 'Options'"),
@@ -1716,7 +1717,7 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
 
 /// The evidence for `action` at `t`, then the next tactical call the session starts (in that step, or on
 /// a later reflex tick).
-fn evidence_then_job(s: &mut Session, t: &mut u64, action: u64, changed: Option<bool>) -> TacticalJob {
+fn evidence_then_job(s: &mut Session, t: &mut u64, action: ActionId, changed: Option<bool>) -> TacticalJob {
     let fx = s.step(Input::Evidence { action, changed }, ms(*t));
     match tactical_jobs(&fx).first() {
         Some(j) => (*j).clone(),

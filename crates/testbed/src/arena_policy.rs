@@ -3,7 +3,7 @@
 //! Play while the menu shows, then wander / walk into the wall / dither / sweep). The walk is seeded but
 //! does not reproduce the Python script's random sequence.
 
-use crate::host::{ChatRequest, Reply};
+use crate::host::{ReceivedChat, Reply};
 use serde_json::{json, Value};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -51,7 +51,7 @@ struct Counters {
 }
 
 /// The policy as a closure for [`ScriptedHost::start`](crate::ScriptedHost::start).
-pub fn arena_policy(p: ArenaPolicy) -> impl Fn(&ChatRequest) -> Reply + Send + Sync + 'static {
+pub fn arena_policy(p: ArenaPolicy) -> impl Fn(&ReceivedChat) -> Reply + Send + Sync + 'static {
     let state = Mutex::new(Counters {
         rng: p.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
         ..Counters::default()
@@ -215,8 +215,8 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
-    fn req(system: &str, user: &str, schema: Value) -> ChatRequest {
-        ChatRequest {
+    fn req(system: &str, user: &str, schema: Value) -> ReceivedChat {
+        ReceivedChat {
             body: json!({
                 "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
                 "response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}},

@@ -5,7 +5,7 @@
 //! Every request is recorded in arrival order. Prompt tokens are estimated as bytes/4 of the message
 //! text; the reported cached tokens are the common prefix with the previous accepted prompt (bytes/4),
 //! so tests can check prefix-caching behaviour; a prompt that does not fit the configured `n_ctx` is
-//! refused with HTTP 400 the way the imitated host words it. [`HostKind`] switches the metadata
+//! refused with HTTP 400 the way the imitated host words it. [`ImitatedHost`] switches the metadata
 //! endpoints and reply details between llama.cpp, Ollama, vLLM and LM Studio.
 //!
 //! The host runs on its own threads (one accept thread, one per connection); Drop stops and joins them.
@@ -30,7 +30,7 @@ const POLL: Duration = Duration::from_millis(20);
 /// Which kind of host to imitate: it decides which metadata endpoints exist and how replies and the
 /// context overflow look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HostKind {
+pub enum ImitatedHost {
     /// llama.cpp `llama-server`: `/health`, `/props`, `/v1/models`, `timings` in replies, HTTP 400
     /// `exceed_context_size_error` when the prompt does not fit.
     #[default]
@@ -50,7 +50,7 @@ pub enum HostKind {
 /// What the host says about itself, and how it accounts for tokens.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostConfig {
-    pub kind: HostKind,
+    pub kind: ImitatedHost,
     /// The model name listed by `/v1/models` and echoed in replies.
     pub model: String,
     /// 0: an OS-chosen free port.
@@ -59,7 +59,7 @@ pub struct HostConfig {
     /// `type: vlm`).
     pub vision: bool,
     /// Context size in tokens (`/props` `default_generation_settings.n_ctx`, vLLM `max_model_len`);
-    /// a request whose estimate does not fit is refused (see [`HostKind`]).
+    /// a request whose estimate does not fit is refused (see [`ImitatedHost`]).
     pub n_ctx: u64,
     /// Prompt tokens counted for each image part (0: images are free).
     pub image_tokens: u64,
@@ -72,7 +72,7 @@ pub struct HostConfig {
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
-            kind: HostKind::LlamaCpp,
+            kind: ImitatedHost::LlamaCpp,
             model: "scripted-model".into(),
             port: 0,
             vision: false,
@@ -88,7 +88,7 @@ impl HostConfig {
     pub fn new() -> Self {
         HostConfig::default()
     }
-    pub fn kind(mut self, kind: HostKind) -> Self {
+    pub fn kind(mut self, kind: ImitatedHost) -> Self {
         self.kind = kind;
         self
     }
@@ -173,7 +173,7 @@ pub struct DataImage {
 
 /// One chat-completions request, as the policy sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatRequest {
+pub struct ReceivedChat {
     /// The parsed JSON body.
     pub body: Value,
     /// 0 for the first chat request this host received (with a JSON body), 1 for the next, …
@@ -198,7 +198,7 @@ pub fn message_text(message: &Value) -> String {
     }
 }
 
-impl ChatRequest {
+impl ReceivedChat {
     pub fn messages(&self) -> &[Value] {
         self.body
             .get("messages")
@@ -331,7 +331,7 @@ pub struct RecordedRequest {
     /// The body as text (lossy UTF-8).
     pub raw_body: String,
     /// The chat request the policy saw (chat completions with a JSON body only).
-    pub chat: Option<ChatRequest>,
+    pub chat: Option<ReceivedChat>,
     pub at: Instant,
     /// Since the host started.
     pub since_start: Duration,
@@ -350,7 +350,7 @@ impl RecordedRequest {
     }
 }
 
-type PolicyFn = dyn Fn(&ChatRequest) -> Reply + Send + Sync;
+type PolicyFn = dyn Fn(&ReceivedChat) -> Reply + Send + Sync;
 
 /// A piece of the prompt for prefix accounting.
 #[derive(Debug, Clone, PartialEq)]
@@ -413,7 +413,7 @@ impl ScriptedHost {
     /// with `policy`.
     pub fn start(
         config: HostConfig,
-        policy: impl Fn(&ChatRequest) -> Reply + Send + Sync + 'static,
+        policy: impl Fn(&ReceivedChat) -> Reply + Send + Sync + 'static,
     ) -> Result<ScriptedHost, TestBedError> {
         let listener = TcpListener::bind(("127.0.0.1", config.port))?;
         listener.set_nonblocking(true)?;
@@ -477,7 +477,7 @@ impl ScriptedHost {
     }
 
     /// The chat completions so far (those with a JSON body), in arrival order.
-    pub fn chat_requests(&self) -> Vec<ChatRequest> {
+    pub fn chat_requests(&self) -> Vec<ReceivedChat> {
         self.shared
             .lock()
             .log
@@ -501,7 +501,7 @@ impl ScriptedHost {
         &self,
         n: usize,
         timeout: Duration,
-    ) -> Result<Vec<ChatRequest>, TestBedError> {
+    ) -> Result<Vec<ReceivedChat>, TestBedError> {
         self.wait_until(timeout, &format!("{n} chat requests"), |st| st.chats >= n)
             .map(|st| st.log.into_iter().filter_map(|r| r.chat).collect())
     }
@@ -550,12 +550,12 @@ impl Drop for ScriptedHost {
 
 /// A deliberative planner's reply for the schema the request carries: one subgoal per `(description,
 /// prefer)`, each taking the first offered postcondition that contains `prefer` (else the first offered).
-pub fn plan_reply(req: &ChatRequest, subgoals: &[(&str, &str)]) -> Reply {
+pub fn plan_reply(req: &ReceivedChat, subgoals: &[(&str, &str)]) -> Reply {
     Reply::json(&plan_value(req, subgoals))
 }
 
 /// [`plan_reply`]'s JSON, for a test that adds to it (a research question, say).
-pub fn plan_value(req: &ChatRequest, subgoals: &[(&str, &str)]) -> Value {
+pub fn plan_value(req: &ReceivedChat, subgoals: &[(&str, &str)]) -> Value {
     let offered: Vec<String> = req
         .schema()
         .and_then(|s| s.pointer("/properties/subgoals/items/properties/postcondition/enum"))
@@ -578,7 +578,7 @@ pub fn plan_value(req: &ChatRequest, subgoals: &[(&str, &str)]) -> Value {
 }
 
 /// A policy that answers with `replies` in order, then repeats the last (HTTP 500 when empty).
-pub fn sequence(replies: Vec<Reply>) -> impl Fn(&ChatRequest) -> Reply + Send + Sync + 'static {
+pub fn sequence(replies: Vec<Reply>) -> impl Fn(&ReceivedChat) -> Reply + Send + Sync + 'static {
     let next = AtomicUsize::new(0);
     move |_| {
         let i = next.fetch_add(1, Ordering::SeqCst);
@@ -591,11 +591,11 @@ pub fn sequence(replies: Vec<Reply>) -> impl Fn(&ChatRequest) -> Reply + Send + 
 }
 
 /// A policy that answers with the reply of the first rule whose substring occurs in the prompt text
-/// (all messages, see [`ChatRequest::prompt_text`]), else with `fallback`.
+/// (all messages, see [`ReceivedChat::prompt_text`]), else with `fallback`.
 pub fn by_substring<S: Into<String>>(
     rules: impl IntoIterator<Item = (S, Reply)>,
     fallback: Reply,
-) -> impl Fn(&ChatRequest) -> Reply + Send + Sync + 'static {
+) -> impl Fn(&ReceivedChat) -> Reply + Send + Sync + 'static {
     let rules: Vec<(String, Reply)> = rules.into_iter().map(|(s, r)| (s.into(), r)).collect();
     move |req| {
         let text = req.prompt_text();
@@ -951,7 +951,7 @@ fn record(
     headers: Vec<(String, String)>,
     body: &[u8],
     at: Instant,
-) -> (usize, Option<ChatRequest>) {
+) -> (usize, Option<ReceivedChat>) {
     let raw_body = String::from_utf8_lossy(body).into_owned();
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let mut st = shared.lock();
@@ -961,7 +961,7 @@ fn record(
             let it = shared.config.image_tokens;
             let total: u64 = segs.iter().map(|s| units(s, it)).sum();
             let cached = common_prefix(&segs, &st.cached, it);
-            let req = ChatRequest {
+            let req = ReceivedChat {
                 body: v.clone(),
                 index: st.chats,
                 prompt_tokens: total / 4,
@@ -994,20 +994,20 @@ fn record(
 }
 
 /// Whether the host refuses this prompt as too long for its context.
-fn overflows(config: &HostConfig, req: &ChatRequest) -> bool {
+fn overflows(config: &HostConfig, req: &ReceivedChat) -> bool {
     match config.kind {
         // llama.cpp refuses `n_tokens >= n_ctx` (a slot needs one free cell to decode).
-        HostKind::LlamaCpp => req.prompt_tokens >= config.n_ctx,
-        HostKind::Vllm => req.prompt_tokens + req.max_tokens().unwrap_or(0) > config.n_ctx,
-        HostKind::LmStudio => req.prompt_tokens > config.n_ctx,
-        HostKind::Ollama => false,
+        ImitatedHost::LlamaCpp => req.prompt_tokens >= config.n_ctx,
+        ImitatedHost::Vllm => req.prompt_tokens + req.max_tokens().unwrap_or(0) > config.n_ctx,
+        ImitatedHost::LmStudio => req.prompt_tokens > config.n_ctx,
+        ImitatedHost::Ollama => false,
     }
 }
 
-fn overflow_body(config: &HostConfig, req: &ChatRequest) -> Value {
+fn overflow_body(config: &HostConfig, req: &ReceivedChat) -> Value {
     let (p, n) = (req.prompt_tokens, config.n_ctx);
     match config.kind {
-        HostKind::Vllm => {
+        ImitatedHost::Vllm => {
             let m = req.max_tokens().unwrap_or(0);
             json!({
                 "object": "error",
@@ -1020,32 +1020,32 @@ fn overflow_body(config: &HostConfig, req: &ChatRequest) -> Value {
                 "code": 400,
             })
         }
-        HostKind::LmStudio => json!({"error": format!(
+        ImitatedHost::LmStudio => json!({"error": format!(
             "The number of tokens to keep from the initial prompt ({p}) is greater than the context length ({n})"
         )}),
-        HostKind::LlamaCpp | HostKind::Ollama => llama_exceed_context(p, n),
+        ImitatedHost::LlamaCpp | ImitatedHost::Ollama => llama_exceed_context(p, n),
     }
 }
 
-fn error_body(kind: HostKind, code: u16, message: &str, ty: &str) -> Value {
+fn error_body(kind: ImitatedHost, code: u16, message: &str, ty: &str) -> Value {
     match kind {
-        HostKind::Vllm => {
+        ImitatedHost::Vllm => {
             json!({"object": "error", "message": message, "type": ty, "param": null, "code": code})
         }
         _ => json!({"error": {"code": code, "message": message, "type": ty}}),
     }
 }
 
-fn not_found(kind: HostKind, method: &str, path: &str) -> (u16, String) {
+fn not_found(kind: ImitatedHost, method: &str, path: &str) -> (u16, String) {
     match kind {
-        HostKind::LlamaCpp => (
+        ImitatedHost::LlamaCpp => (
             404,
             json!({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
                 .to_string(),
         ),
-        HostKind::Ollama => (404, "404 page not found".into()),
-        HostKind::Vllm => (404, json!({"detail": "Not Found"}).to_string()),
-        HostKind::LmStudio => (
+        ImitatedHost::Ollama => (404, "404 page not found".into()),
+        ImitatedHost::Vllm => (404, json!({"detail": "Not Found"}).to_string()),
+        ImitatedHost::LmStudio => (
             404,
             json!({"error": format!("Unexpected endpoint or method. ({method} {path})")}).to_string(),
         ),
@@ -1060,7 +1060,7 @@ fn unix_now() -> u64 {
 }
 
 /// The answer to one request; `None`: close without answering.
-fn respond(shared: &Shared, req: &Request, chat: Option<ChatRequest>) -> Option<(u16, String)> {
+fn respond(shared: &Shared, req: &Request, chat: Option<ReceivedChat>) -> Option<(u16, String)> {
     let c = &shared.config;
     let path = route(&req.path);
     let method = req.method.as_str();
@@ -1099,7 +1099,7 @@ fn respond(shared: &Shared, req: &Request, chat: Option<ChatRequest>) -> Option<
                 .unwrap_or_else(|_| Reply::status(500, "the scripted policy panicked"));
             resolve(shared, &chat, reply)
         }
-        (HostKind::LlamaCpp, "GET", "/health") => {
+        (ImitatedHost::LlamaCpp, "GET", "/health") => {
             if loading {
                 Some((
                     503,
@@ -1109,7 +1109,7 @@ fn respond(shared: &Shared, req: &Request, chat: Option<ChatRequest>) -> Option<
                 ok(json!({"status": "ok"}))
             }
         }
-        (HostKind::LlamaCpp, "GET", "/props") => ok(json!({
+        (ImitatedHost::LlamaCpp, "GET", "/props") => ok(json!({
             "default_generation_settings": {"n_ctx": c.n_ctx, "params": {"n_predict": -1}},
             "total_slots": 1,
             "model_path": format!("/models/{}.gguf", c.model),
@@ -1117,25 +1117,25 @@ fn respond(shared: &Shared, req: &Request, chat: Option<ChatRequest>) -> Option<
             "chat_template": "",
             "build_info": "scripted",
         })),
-        (HostKind::LlamaCpp, "GET", "/v1/models" | "/models") => {
+        (ImitatedHost::LlamaCpp, "GET", "/v1/models" | "/models") => {
             let mut m = model_entry("llamacpp");
             m["meta"] = json!({"n_ctx_train": c.n_ctx});
             ok(json!({"object": "list", "data": [m]}))
         }
-        (HostKind::Vllm, "GET", "/health") => Some((200, String::new())),
-        (HostKind::Vllm, "GET", "/version") => ok(json!({"version": "scripted"})),
-        (HostKind::Vllm, "GET", "/v1/models") => {
+        (ImitatedHost::Vllm, "GET", "/health") => Some((200, String::new())),
+        (ImitatedHost::Vllm, "GET", "/version") => ok(json!({"version": "scripted"})),
+        (ImitatedHost::Vllm, "GET", "/v1/models") => {
             let mut m = model_entry("vllm");
             m["root"] = json!(c.model);
             m["max_model_len"] = json!(c.n_ctx);
             ok(json!({"object": "list", "data": [m]}))
         }
-        (HostKind::Ollama, "GET", "/") => Some((200, "Ollama is running".into())),
-        (HostKind::Ollama, "GET", "/api/version") => ok(json!({"version": "0.0.0-scripted"})),
-        (HostKind::Ollama, "GET", "/api/tags") => {
+        (ImitatedHost::Ollama, "GET", "/") => Some((200, "Ollama is running".into())),
+        (ImitatedHost::Ollama, "GET", "/api/version") => ok(json!({"version": "0.0.0-scripted"})),
+        (ImitatedHost::Ollama, "GET", "/api/tags") => {
             ok(json!({"models": [{"name": c.model, "model": c.model}]}))
         }
-        (HostKind::Ollama, "POST", "/api/show") => {
+        (ImitatedHost::Ollama, "POST", "/api/show") => {
             let mut caps = vec!["completion"];
             if c.vision {
                 caps.push("vision");
@@ -1146,13 +1146,13 @@ fn respond(shared: &Shared, req: &Request, chat: Option<ChatRequest>) -> Option<
                 "model_info": {"general.architecture": "scripted", "scripted.context_length": c.n_ctx},
             }))
         }
-        (HostKind::Ollama, "GET", "/v1/models") => {
+        (ImitatedHost::Ollama, "GET", "/v1/models") => {
             ok(json!({"object": "list", "data": [model_entry("library")]}))
         }
-        (HostKind::LmStudio, "GET", "/v1/models") => {
+        (ImitatedHost::LmStudio, "GET", "/v1/models") => {
             ok(json!({"object": "list", "data": [model_entry("organization_owner")]}))
         }
-        (HostKind::LmStudio, "GET", "/api/v0/models") => ok(json!({"object": "list", "data": [{
+        (ImitatedHost::LmStudio, "GET", "/api/v0/models") => ok(json!({"object": "list", "data": [{
             "id": c.model,
             "object": "model",
             "type": if c.vision { "vlm" } else { "llm" },
@@ -1164,7 +1164,7 @@ fn respond(shared: &Shared, req: &Request, chat: Option<ChatRequest>) -> Option<
 }
 
 /// Turns the policy's reply into an HTTP answer (sleeping out delays).
-fn resolve(shared: &Shared, chat: &ChatRequest, reply: Reply) -> Option<(u16, String)> {
+fn resolve(shared: &Shared, chat: &ReceivedChat, reply: Reply) -> Option<(u16, String)> {
     match reply {
         Reply::Content(text) => Some((200, completion(shared, chat, &text, "stop").to_string())),
         Reply::Truncated(text) => Some((200, completion(shared, chat, &text, "length").to_string())),
@@ -1187,10 +1187,10 @@ fn resolve(shared: &Shared, chat: &ChatRequest, reply: Reply) -> Option<(u16, St
     }
 }
 
-fn completion(shared: &Shared, chat: &ChatRequest, content: &str, finish: &str) -> Value {
+fn completion(shared: &Shared, chat: &ReceivedChat, content: &str, finish: &str) -> Value {
     let c = &shared.config;
     let (mut prompt, mut cached) = (chat.prompt_tokens, chat.cached_tokens);
-    if c.kind == HostKind::Ollama {
+    if c.kind == ImitatedHost::Ollama {
         // Ollama keeps the tail of an over-long prompt and says nothing.
         prompt = prompt.min(c.n_ctx);
         cached = cached.min(prompt);
@@ -1213,7 +1213,7 @@ fn completion(shared: &Shared, chat: &ChatRequest, content: &str, finish: &str) 
         },
     });
     match c.kind {
-        HostKind::LlamaCpp => {
+        ImitatedHost::LlamaCpp => {
             let prompt_n = prompt - cached;
             let prompt_ms = prompt_n as f64 * c.prompt_ms_per_token;
             let predicted_ms = completion_tokens as f64 * c.predicted_ms_per_token;
@@ -1230,8 +1230,8 @@ fn completion(shared: &Shared, chat: &ChatRequest, content: &str, finish: &str) 
                 "predicted_per_second": if c.predicted_ms_per_token > 0.0 { 1000.0 / c.predicted_ms_per_token } else { 0.0 },
             });
         }
-        HostKind::Vllm => v["usage"]["prompt_tokens_details"] = json!({"cached_tokens": cached}),
-        HostKind::Ollama | HostKind::LmStudio => {}
+        ImitatedHost::Vllm => v["usage"]["prompt_tokens_details"] = json!({"cached_tokens": cached}),
+        ImitatedHost::Ollama | ImitatedHost::LmStudio => {}
     }
     v
 }
@@ -1635,7 +1635,7 @@ mod tests {
                 ]},
             ],
         });
-        let req = ChatRequest {
+        let req = ReceivedChat {
             body,
             index: 0,
             prompt_tokens: 0,
@@ -1663,7 +1663,7 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a data: URL"));
-        let text_only = ChatRequest {
+        let text_only = ReceivedChat {
             body: chat_body("s", "u"),
             ..req
         };
@@ -1736,7 +1736,10 @@ mod tests {
     #[test]
     fn other_host_kinds_expose_their_own_metadata() {
         let ollama = ScriptedHost::start(
-            HostConfig::new().kind(HostKind::Ollama).vision(true).n_ctx(50),
+            HostConfig::new()
+                .kind(ImitatedHost::Ollama)
+                .vision(true)
+                .n_ctx(50),
             |_| Reply::content("o"),
         )
         .unwrap();
@@ -1757,7 +1760,7 @@ mod tests {
         assert_eq!((status, &r["usage"]["prompt_tokens"]), (200, &json!(50)));
         assert!(r.get("timings").is_none());
 
-        let vllm = ScriptedHost::start(HostConfig::new().kind(HostKind::Vllm).n_ctx(100), |_| {
+        let vllm = ScriptedHost::start(HostConfig::new().kind(ImitatedHost::Vllm).n_ctx(100), |_| {
             Reply::content("v")
         })
         .unwrap();
@@ -1775,9 +1778,10 @@ mod tests {
             .unwrap()
             .contains("maximum context length is 100 tokens"));
 
-        let lms = ScriptedHost::start(HostConfig::new().kind(HostKind::LmStudio).vision(true), |_| {
-            Reply::content("l")
-        })
+        let lms = ScriptedHost::start(
+            HostConfig::new().kind(ImitatedHost::LmStudio).vision(true),
+            |_| Reply::content("l"),
+        )
         .unwrap();
         assert_eq!(get(&lms, "/props").0, 404);
         let (_, models) = get_json(&lms, "/api/v0/models");

@@ -13,7 +13,7 @@ pub use arena::{Arena, ArenaOptions};
 pub use arena_policy::{arena_policy, ArenaMove, ArenaPolicy};
 pub use dbus::SessionBus;
 pub use host::{
-    by_substring, message_text, plan_reply, plan_value, sequence, ChatRequest, DataImage, HostConfig,
-    HostKind, RecordedRequest, Reply, ScriptedHost,
+    by_substring, message_text, plan_reply, plan_value, sequence, DataImage, HostConfig, ImitatedHost,
+    ReceivedChat, RecordedRequest, Reply, ScriptedHost,
 };
 pub use xserver::{TestBed, TestBedError};

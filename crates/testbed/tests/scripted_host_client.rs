@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code (helpers outside #[test] fns)
 
 use gamepilot_model::{CancelToken, HostClient, HostTimeouts, ModelError};
-use gamepilot_testbed::{HostConfig, HostKind, Reply, ScriptedHost};
+use gamepilot_testbed::{HostConfig, ImitatedHost, Reply, ScriptedHost};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -79,7 +79,7 @@ fn health_probe_and_chat_parse_with_timings_and_cache() {
         paths,
         [
             "/health",
-            // the probe: /v1/models, then llama.cpp's /props answers as llama.cpp (issue 15)
+            // the probe: /v1/models, then llama.cpp's /props answers as llama.cpp
             "/v1/models",
             "/props",
             "/v1/chat/completions",
@@ -196,10 +196,12 @@ fn an_image_part_reaches_the_policy_decodable() {
 
 #[test]
 fn a_host_without_props_probes_as_its_own_kind() {
-    // FR-MODEL-001, issue 15: no /props is not "unknown": Ollama is told by /api/version and described
+    // FR-MODEL-001: no /props is not "unknown": Ollama is told by /api/version and described
     // by /api/show
-    let host =
-        ScriptedHost::start(HostConfig::new().kind(HostKind::Ollama), |_| Reply::content("o")).unwrap();
+    let host = ScriptedHost::start(HostConfig::new().kind(ImitatedHost::Ollama), |_| {
+        Reply::content("o")
+    })
+    .unwrap();
     let c = client(&host);
     let caps = c.probe().unwrap();
     assert_eq!(

@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use gamepilot_core::{FrameView, PixelFormat};
-use gamepilot_vision::{classify, propose, Atlas, ClassifierParams, ProposalParams, Thumb};
+use gamepilot_vision::{classify, propose, ClassifierParams, ProposalParams, Thumb};
 
 fn synthetic(w: u32, h: u32, t: u32) -> Vec<u8> {
     let mut v = Vec::with_capacity((w * h * 4) as usize);
@@ -40,7 +40,7 @@ fn benches(c: &mut Criterion) {
     c.bench_function("thumb from full 1280x720 frame", |bn| {
         bn.iter(|| Thumb::from_view(&vf, 160))
     });
-    let atlas = Atlas::default();
+    let atlas = gamepilot_sensor::Atlas::new();
     let pp = ProposalParams::default();
     c.bench_function("propose elements 1280x720", |bn| {
         bn.iter(|| propose(&vf, &[], &atlas, &pp))

@@ -6,42 +6,7 @@ use crate::thumb::{Thumb, HIST_BINS};
 use crate::VisionError;
 use serde::{Deserialize, Serialize};
 
-/// The class of one transition between consecutive frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FrameClass {
-    Unchanged,
-    Local,
-    Motion,
-    Scene,
-}
-
-impl FrameClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FrameClass::Unchanged => "unchanged",
-            FrameClass::Local => "local",
-            FrameClass::Motion => "motion",
-            FrameClass::Scene => "scene",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<FrameClass> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "unchanged" => Some(FrameClass::Unchanged),
-            "local" | "locally_changed" => Some(FrameClass::Local),
-            "motion" | "continuous_motion" => Some(FrameClass::Motion),
-            "scene" | "scene_change" => Some(FrameClass::Scene),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for FrameClass {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use gamepilot_core::FrameChange;
 
 /// Thresholds of the classifier (defaults tuned on the corpus).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -81,7 +46,7 @@ impl Default for ClassifierParams {
 /// The class with the measurements that produced it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Classification {
-    pub class: FrameClass,
+    pub class: FrameChange,
     /// Fraction of tiles that changed, 0..1.
     pub changed_fraction: f32,
     /// Changed tiles as a bitmask, row-major (`tiles_x * tiles_y` bits; at most 256 tiles).
@@ -128,7 +93,7 @@ pub fn classify(prev: &Thumb, cur: &Thumb, p: &ClassifierParams) -> Result<Class
     let hist_distance = hist_distance(&prev.hist, &cur.hist);
     if changed == 0 {
         return Ok(Classification {
-            class: FrameClass::Unchanged,
+            class: FrameChange::Unchanged,
             changed_fraction,
             changed_tiles,
             shift: None,
@@ -146,17 +111,17 @@ pub fn classify(prev: &Thumb, cur: &Thumb, p: &ClassifierParams) -> Result<Class
     });
     let scattered = is_scattered(&changed_tiles, tx, ty);
     let class = if changed_fraction <= p.local_max_fraction && !scattered {
-        FrameClass::Local
+        FrameChange::Local
     } else if changed_fraction <= p.local_max_fraction {
         // Small changes in three or more places across the frame: things moving (a scrolling world
         // under a fixed HUD), not one local update.
-        FrameClass::Motion
+        FrameChange::Motion
     } else if shift.is_some() {
-        FrameClass::Motion
+        FrameChange::Motion
     } else if hist_distance > p.scene_hist || changed_fraction >= p.scene_fraction {
-        FrameClass::Scene
+        FrameChange::Scene
     } else {
-        FrameClass::Motion
+        FrameChange::Motion
     };
     Ok(Classification {
         class,
@@ -462,7 +427,7 @@ mod tests {
         // FR-PERC-003
         let a = thumb(160, 90, texture);
         let c = classify(&a, &a.clone(), &ClassifierParams::default()).unwrap();
-        assert_eq!(c.class, FrameClass::Unchanged);
+        assert_eq!(c.class, FrameChange::Unchanged);
         assert_eq!(c.changed_fraction, 0.0);
     }
 
@@ -478,7 +443,7 @@ mod tests {
             }
         });
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
-        assert_eq!(c.class, FrameClass::Local);
+        assert_eq!(c.class, FrameChange::Local);
         assert!(c.changed_tiles.iter().filter(|&&t| t).count() >= 1);
     }
 
@@ -496,7 +461,7 @@ mod tests {
         };
         let b = thumb(160, 90, moved);
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
-        assert_eq!(c.class, FrameClass::Motion, "{c:?}");
+        assert_eq!(c.class, FrameChange::Motion, "{c:?}");
     }
 
     #[test]
@@ -505,7 +470,7 @@ mod tests {
         let a = thumb(160, 90, |x, y| texture(x + 20, y + 20));
         let b = thumb(160, 90, |x, y| texture(x + 25, y + 22));
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
-        assert_eq!(c.class, FrameClass::Motion, "{c:?}");
+        assert_eq!(c.class, FrameChange::Motion, "{c:?}");
         assert_eq!(c.shift, Some((-5, -2)));
     }
 
@@ -523,7 +488,7 @@ mod tests {
 
     #[test]
     fn a_camera_turn_under_a_fixed_hud_is_motion() {
-        // FR-PERC-003 (issue 13): a first-person turn shifts the whole view by several pixels; the HUD
+        // FR-PERC-003: a first-person turn shifts the whole view by several pixels; the HUD
         // band at the bottom stays; new content enters at one edge; the floor moves a little faster.
         let view = |yaw: i32| {
             thumb(160, 90, move |x, y| {
@@ -537,7 +502,7 @@ mod tests {
         };
         for (a, b) in [(0, 7), (0, -9), (20, 24), (5, 16)] {
             let c = classify(&view(a), &view(b), &ClassifierParams::default()).unwrap();
-            assert_eq!(c.class, FrameClass::Motion, "yaw {a} -> {b}: {c:?}");
+            assert_eq!(c.class, FrameChange::Motion, "yaw {a} -> {b}: {c:?}");
             assert!(c.shift.is_some_and(|(dx, _)| dx.abs() >= 3), "{c:?}");
         }
         // A shake: a small shift in both axes.
@@ -545,7 +510,7 @@ mod tests {
         let b = thumb(160, 90, |x, y| world(x as i32 + 3, y as i32 - 2));
         assert_eq!(
             classify(&a, &b, &ClassifierParams::default()).unwrap().class,
-            FrameClass::Motion
+            FrameChange::Motion
         );
     }
 
@@ -555,7 +520,7 @@ mod tests {
         let a = thumb(160, 90, |x, y| world(x as i32, y as i32));
         let b = thumb(160, 90, |x, y| world(x as i32 + 400, y as i32 + 300));
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
-        assert_eq!(c.class, FrameClass::Scene, "{c:?}");
+        assert_eq!(c.class, FrameChange::Scene, "{c:?}");
     }
 
     #[test]
@@ -564,7 +529,7 @@ mod tests {
         let a = thumb(160, 90, |x, y| texture(x, y) / 4);
         let b = thumb(160, 90, |x, y| 255 - texture(y, x) / 4);
         let c = classify(&a, &b, &ClassifierParams::default()).unwrap();
-        assert_eq!(c.class, FrameClass::Scene, "{c:?}");
+        assert_eq!(c.class, FrameChange::Scene, "{c:?}");
     }
 
     #[test]

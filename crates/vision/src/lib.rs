@@ -1,4 +1,4 @@
-//! Pure logic: frame classification, element proposals, stable ids, Set-of-Marks rendering, template matching, the Ocr trait.
+//! Pure logic: frame classification, element proposals, stable ids, Set-of-Marks rendering, elements found again from the session's template atlas, the Ocr trait.
 //!
 //! Nothing here touches X11, threads, files or the clock: frames come in as `FrameView`s, time as
 //! `MonoTime`, fonts as bytes, and OCR through the [`Ocr`] trait that the `ocr` crate implements.
@@ -14,17 +14,15 @@ pub mod observation;
 pub mod ocr;
 pub mod proposals;
 pub mod selection;
-pub mod template;
 pub mod thumb;
 pub mod track;
 
-pub use classify::{classify, Classification, ClassifierParams, FrameClass};
+pub use classify::{classify, Classification, ClassifierParams, FrameChange};
 pub use ids::IdTracker;
 pub use marks::MarkRenderer;
 pub use observation::{Element, ElementSource, Observation, Perceiver, TextItem};
 pub use ocr::{Ocr, TextLine, TextWord};
 pub use proposals::{merge_accessibility, propose, Candidate, ProposalParams};
-pub use template::{Atlas, Template};
 pub use thumb::Thumb;
 
 /// The vision crate's one error enum.
@@ -32,18 +30,10 @@ pub use thumb::Thumb;
 pub enum VisionError {
     #[error("the font could not be parsed: {0}")]
     Font(String),
-    #[error("the region {region:?} lies outside the {width}x{height} frame")]
-    RegionOutside {
-        region: gamepilot_core::Rect,
-        width: u32,
-        height: u32,
-    },
     #[error("the frame is empty (0x0)")]
     EmptyFrame,
     #[error("thumbnails differ in size ({a:?} vs {b:?}); classify needs equal sizes")]
     SizeMismatch { a: (u32, u32), b: (u32, u32) },
     #[error("OCR failed: {0}")]
     Ocr(String),
-    #[error("template {0:?} is empty")]
-    EmptyTemplate(String),
 }

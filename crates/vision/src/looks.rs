@@ -1,6 +1,6 @@
 //! What an unlabelled element looks like, in words a text-only model can match against its goal: the
 //! element's main colour and its shape ("yellow round", "red square"), read from the frame's pixels
-//! without a model (issue 16 item 2: what the model is shown).
+//! without a model (what the model is shown).
 
 use gamepilot_core::{FrameView, Rect};
 
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_coin_a_hazard_and_a_bar_are_told_apart_by_colour_and_shape() {
-        // issue 16 item 2: the practice game's coin (yellow disc), hazard (red square) and health bar
+        // The practice game's coin (yellow disc), hazard (red square) and health bar
         let (w, h) = (200u32, 120u32);
         let grass = [48, 94, 60];
         let mut buf = canvas(w, h, grass);

@@ -1,14 +1,15 @@
 //! The Observation handed to the tactical loop (frame size, class, texts, elements with stable ids) and
 //! the `Perceiver` that builds one per frame with monotonic timestamps (INV-PERC-002).
 
-use crate::classify::{classify, Classification, ClassifierParams, FrameClass};
+use crate::classify::{classify, Classification, ClassifierParams, FrameChange};
 use crate::ids::IdTracker;
 use crate::ocr::TextLine;
 use crate::proposals::{merge_accessibility, propose, Candidate, ProposalParams};
-use crate::template::Atlas;
 use crate::thumb::{Thumb, THUMB_WIDTH};
 use gamepilot_core::{ElementId, FrameView, LayerRegion, MonoTime, Rect, Size, WindowLayer};
+use gamepilot_sensor::Atlas;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 pub use crate::proposals::ElementSource;
 
@@ -47,7 +48,7 @@ pub struct Observation {
     /// Capture time of the frame on the session's monotonic clock (non-decreasing, INV-PERC-002).
     pub at: MonoTime,
     pub frame_size: Size,
-    pub class: FrameClass,
+    pub class: FrameChange,
     pub texts: Vec<TextItem>,
     pub elements: Vec<Element>,
 }
@@ -108,14 +109,14 @@ impl Observation {
 
     /// The text form that stands in for the image for a text-only model: one line per element (id,
     /// source, label or looks, box centre), then the recognised text that no labelled element already
-    /// carries, each once (issue 16 item 2: every digit is a token to a small model's tokenizer, so the
+    /// carries, each once (every digit is a token to a small model's tokenizer, so the
     /// 20 elements of the practice play field cost 482 tokens with full boxes and duplicated text lines).
     pub fn to_text(&self) -> String {
         self.to_text_in(&[])
     }
 
     /// [`Observation::to_text`] with the elements of `first` listed first, in that order, and the rest
-    /// after them in their own order (issue 16 item 2: a small model reads the top of a list).
+    /// after them in their own order (a small model reads the top of a list).
     pub fn to_text_in(&self, first: &[ElementId]) -> String {
         self.to_text_listing(first, usize::MAX)
     }
@@ -192,7 +193,9 @@ pub struct Perceiver {
     prev_size: Option<Size>,
     ids: IdTracker,
     last_at: MonoTime,
-    pub atlas: Atlas,
+    /// The session's template atlas (FR-PERC-008): the one `template_present` reads; each of its
+    /// templates found on a frame is proposed as an element.
+    pub atlas: Arc<Atlas>,
     pub classifier: ClassifierParams,
     pub proposals: ProposalParams,
 }
@@ -210,7 +213,7 @@ impl Perceiver {
             prev_size: None,
             ids: IdTracker::new(),
             last_at: MonoTime::ZERO,
-            atlas: Atlas::new(0.9),
+            atlas: Arc::new(Atlas::new()),
             classifier: ClassifierParams::default(),
             proposals: ProposalParams::default(),
         }
@@ -224,7 +227,7 @@ impl Perceiver {
             None => None,
         };
         let c = result.unwrap_or_else(|| Classification {
-            class: FrameClass::Scene,
+            class: FrameChange::Scene,
             changed_fraction: 1.0,
             changed_tiles: Vec::new(),
             shift: None,
@@ -245,7 +248,7 @@ impl Perceiver {
         &mut self,
         view: &FrameView<'_>,
         now: MonoTime,
-        class: FrameClass,
+        class: FrameChange,
         texts: &[TextLine],
     ) -> Observation {
         self.observe_with_accessibility(view, now, class, texts, &[])
@@ -257,17 +260,17 @@ impl Perceiver {
         &mut self,
         view: &FrameView<'_>,
         now: MonoTime,
-        class: FrameClass,
+        class: FrameChange,
         texts: &[TextLine],
         accessibility: &[Candidate],
     ) -> Observation {
         let at = now.max(self.last_at);
         self.last_at = at;
         let size = view.size();
-        let scene = class == FrameClass::Scene || self.prev_size != Some(size);
+        let scene = class == FrameChange::Scene || self.prev_size != Some(size);
         self.prev_size = Some(size);
         let cands = merge_accessibility(
-            propose(view, texts, &self.atlas, &self.proposals),
+            propose(view, texts, self.atlas.as_ref(), &self.proposals),
             accessibility,
             view.bounds(),
         );
@@ -316,10 +319,10 @@ mod tests {
         let v = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &buf).unwrap();
         let mut p = Perceiver::new();
         let c1 = p.classify_view(&v);
-        assert_eq!(c1.class, FrameClass::Scene);
+        assert_eq!(c1.class, FrameChange::Scene);
         let o1 = p.observe(&v, MonoTime(5_000), c1.class, &[]);
         let c2 = p.classify_view(&v);
-        assert_eq!(c2.class, FrameClass::Unchanged);
+        assert_eq!(c2.class, FrameChange::Unchanged);
         let o2 = p.observe(&v, MonoTime(4_000), c2.class, &[]);
         assert_eq!(o2.at, MonoTime(5_000));
         assert!(!o1.elements.is_empty());
@@ -339,7 +342,7 @@ mod tests {
         let o = Observation {
             at: MonoTime(1),
             frame_size: Size::new(100, 100),
-            class: FrameClass::Local,
+            class: FrameChange::Local,
             texts: vec![TextItem {
                 text: "Play".into(),
                 bbox: Rect::new(10, 10, 20, 10),

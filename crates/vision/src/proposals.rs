@@ -3,8 +3,8 @@
 //! components) and atlas templates — merged, and clamped inside the frame (INV-PERC-001).
 
 use crate::ocr::{union, TextLine, TextWord};
-use crate::template::Atlas;
 use gamepilot_core::{FrameView, PixelFormat, Rect};
+use gamepilot_sensor::Atlas;
 use serde::{Deserialize, Serialize};
 
 /// Who proposed an element.
@@ -62,6 +62,8 @@ pub struct ProposalParams {
     pub min_text_confidence: f32,
     /// Most candidates returned (highest confidence first).
     pub max_candidates: usize,
+    /// An atlas template proposes an element where it correlates at least this well.
+    pub template_threshold: f32,
 }
 
 impl Default for ProposalParams {
@@ -73,6 +75,7 @@ impl Default for ProposalParams {
             max_area_fraction: 0.25,
             min_text_confidence: 0.5,
             max_candidates: 99,
+            template_threshold: 0.9,
         }
     }
 }
@@ -103,7 +106,7 @@ pub fn propose(
     });
     // A component inside a larger shape is that shape's content (a cell's digit, a button's icon) —
     // except off the centre of a grid cell: a puzzle centres a cell's content, while a sprite on a tiled
-    // floor lies anywhere in its tile (issue 16: the practice game's coins were dropped as the contents of
+    // floor lies anywhere in its tile (the practice game's coins were dropped as the contents of
     // the floor's tiles, so the agent never saw a coin to walk to).
     let shapes: Vec<(Rect, bool)> = cands
         .iter()
@@ -122,7 +125,7 @@ pub fn propose(
     drop_containers(&mut cands);
     let text_cands = text_candidates(texts, p);
     cands = attach_labels(cands, text_cands);
-    for (t, bbox, score) in atlas.find_all(view) {
+    for (t, bbox, score) in atlas.locate_all(view, p.template_threshold) {
         cands.push(Candidate {
             bbox,
             confidence: score,
@@ -141,7 +144,7 @@ pub fn propose(
         })
         .collect();
     // Over the cap, grid cells go first: a tiled floor's cells would otherwise crowd out the sprites on
-    // it (issue 16: the practice play field's 91 floor cells outranked its coins); a puzzle's board fits.
+    // it (the practice play field's 91 floor cells outranked its coins); a puzzle's board fits.
     out.sort_by(|a, b| {
         (a.source == ElementSource::Grid)
             .cmp(&(b.source == ElementSource::Grid))
@@ -597,7 +600,7 @@ mod tests {
             confidence: 0.9,
         }])
         .unwrap();
-        let c = propose(&v, &[text], &Atlas::default(), &ProposalParams::default());
+        let c = propose(&v, &[text], &Atlas::new(), &ProposalParams::default());
         let b = c
             .iter()
             .find(|c| c.bbox.iou(&button) > 0.8)
@@ -626,7 +629,7 @@ mod tests {
             }
         }
         let v = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &buf).unwrap();
-        let c = propose(&v, &[], &Atlas::default(), &ProposalParams::default());
+        let c = propose(&v, &[], &Atlas::new(), &ProposalParams::default());
         assert_eq!(
             c.iter().filter(|c| c.source == ElementSource::Grid).count(),
             16,
@@ -749,7 +752,7 @@ mod tests {
     #[test]
     fn perceiver_ids_are_stable_with_accessibility_elements() {
         // FR-PERC-006, FR-PERC-010
-        use crate::{FrameClass, Perceiver};
+        use crate::{FrameChange, Perceiver};
         use gamepilot_core::MonoTime;
         let (w, h) = (200u32, 100u32);
         let buf = canvas(w, h, [30, 30, 30]);
@@ -767,8 +770,8 @@ mod tests {
             ),
         ];
         let mut p = Perceiver::new();
-        let o1 = p.observe_with_accessibility(&v, MonoTime(1), FrameClass::Scene, &[], &tree);
-        let o2 = p.observe_with_accessibility(&v, MonoTime(2), FrameClass::Unchanged, &[], &tree);
+        let o1 = p.observe_with_accessibility(&v, MonoTime(1), FrameChange::Scene, &[], &tree);
+        let o2 = p.observe_with_accessibility(&v, MonoTime(2), FrameChange::Unchanged, &[], &tree);
         assert_eq!(o1.elements.len(), 2);
         assert_eq!(o1.elements, o2.elements);
         assert!(o1

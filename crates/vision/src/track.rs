@@ -1,6 +1,6 @@
 //! Tracking one box from tick to tick by its pixels: a grey patch cut from the first frame, found
 //! again in a small search region of each later frame by the least mean absolute difference (the
-//! `move_to` skill's closed loop, issue 16 item 4). Pure: views in, a position and its score out.
+//! `move_to` skill's closed loop). Pure: views in, a position and its score out.
 
 use gamepilot_core::{FrameView, Point, Rect};
 
@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn a_patch_is_found_where_it_moved_and_a_vanished_one_scores_badly() {
-        // issue 16 item 4 (b): the target's box tracked between ticks
+        // The target's box tracked between ticks
         let (w, h) = (120u32, 90u32);
         let a = scene(w, h, (40, 40));
         let va = FrameView::new(w, h, w as usize * 4, PixelFormat::Rgba, &a).unwrap();

@@ -4,8 +4,9 @@
 //! A fast path that fails (an SHM read, the RENDER scaler) is not given up for the session: the frame is
 //! taken on the slow path and the fast path is tried again after a back-off ([`FastPathBackoff`], 1 s
 //! doubling to 30 s, reset on success), timed by the `now` each capture is given, never by a clock read
-//! (issue 14, "bounded everything over an hour"). [`WindowCapturer::stats`] says which path the last
-//! frame took and how often the fast paths failed. A zero-area window is [`X11Error::EmptyWindow`].
+//! (so a fast path that keeps failing costs a bounded share of an hour's captures).
+//! [`WindowCapturer::stats`] says which path the last frame took and how often the fast paths failed. A
+//! zero-area window is [`X11Error::EmptyWindow`].
 //!
 //! The reflex tick never reads back the full frame (NFR-PERC-002): [`WindowCapturer::capture_thumbnail`]
 //! scales the window pixmap on the server with a RENDER transform and reads only the small result, and
@@ -842,7 +843,7 @@ mod tests {
 
     #[test]
     fn a_failed_fast_path_is_retried_after_a_doubling_back_off_capped_at_30_s() {
-        // FR-PERC-001, issue 14: one SHM failure no longer means GetImage for the rest of the session.
+        // FR-PERC-001: one SHM failure no longer means GetImage for the rest of the session.
         let mut b = FastPathBackoff::new();
         assert!(b.should_try_fast(at(0)), "untried: fast");
         let mut now = 0;
@@ -880,7 +881,7 @@ mod tests {
 
     #[test]
     fn an_hour_of_failures_costs_a_bounded_number_of_fast_path_tries() {
-        // issue 14: bounded over an hour — a fast path that never works is tried at most every 30 s.
+        // Bounded over an hour — a fast path that never works is tried at most every 30 s.
         let mut b = FastPathBackoff::new();
         let mut tries = 0;
         for tick in 0..(3600 * 60u64) {
@@ -899,7 +900,7 @@ mod tests {
 
     #[test]
     fn a_zero_area_window_is_a_named_error() {
-        // FR-PERC-009, issue 14. X refuses to create a 0-wide or 0-high window (BadValue), so the
+        // FR-PERC-009. X refuses to create a 0-wide or 0-high window (BadValue), so the
         // geometry check is tested here as a pure function rather than on a real window.
         for (w, h) in [(0, 0), (0, 480), (640, 0)] {
             match checked_size(0x42, w, h) {

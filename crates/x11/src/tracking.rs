@@ -223,23 +223,7 @@ impl WindowTracker {
     }
 }
 
-/// Why a capture gave no usable frame (FR-PERC-009).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FrameProblem {
-    /// Unsupported: the window is not mapped (hidden, withdrawn).
-    Unmapped,
-    /// Unsupported: the window is minimised (iconic).
-    Minimised,
-    /// Unsupported: exclusive fullscreen that bypasses Composite; the pixmap holds nothing.
-    FullscreenBypass,
-    /// Unsupported: a GL window whose named pixmap stays black while the screen shows content.
-    BlackGlPixmap,
-    /// Transient: the window was busy (resizing, not yet drawn, a failed request); retry.
-    Transient,
-    /// The window no longer exists.
-    Gone,
-}
+pub use gamepilot_core::FrameProblem;
 
 /// A diagnosis with its message and fix, for the session log and `gamepilot doctor`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -250,19 +234,10 @@ pub struct FrameDiagnosis {
     pub fix: String,
 }
 
-impl FrameProblem {
-    pub fn is_unsupported(self) -> bool {
-        matches!(
-            self,
-            FrameProblem::Unmapped
-                | FrameProblem::Minimised
-                | FrameProblem::FullscreenBypass
-                | FrameProblem::BlackGlPixmap
-        )
-    }
-
-    pub fn diagnosis(self, window: Window, detail: &str) -> FrameDiagnosis {
-        let (message, fix) = match self {
+impl FrameDiagnosis {
+    /// The diagnosis of `problem` on `window`, with its message and fix for people.
+    pub fn of(problem: FrameProblem, window: Window, detail: &str) -> FrameDiagnosis {
+        let (message, fix) = match problem {
             FrameProblem::Unmapped => (
                 format!("window 0x{window:x} is not mapped, so there is nothing to capture"),
                 "show the game window (un-hide it or restore it from the taskbar)",
@@ -286,8 +261,8 @@ impl FrameProblem {
             FrameProblem::Gone => (format!("window 0x{window:x} has closed"), "start the game again and name its new window"),
         };
         FrameDiagnosis {
-            problem: self,
-            unsupported: self.is_unsupported(),
+            problem,
+            unsupported: problem.is_unsupported(),
             message,
             fix: fix.to_string(),
         }
@@ -297,21 +272,21 @@ impl FrameProblem {
 /// Follows capture results and decides, with the window's state, whether a bad frame is transient or
 /// an unsupported mode. Black frames count as transient for `grace` before they are judged.
 #[derive(Debug, Clone)]
-pub struct FrameHealth {
+pub struct BlackFrameCheck {
     black_since: Option<MonoTime>,
     pub grace: std::time::Duration,
 }
 
-impl Default for FrameHealth {
+impl Default for BlackFrameCheck {
     fn default() -> Self {
-        FrameHealth {
+        BlackFrameCheck {
             black_since: None,
             grace: std::time::Duration::from_millis(1000),
         }
     }
 }
 
-impl FrameHealth {
+impl BlackFrameCheck {
     /// Judge one capture result at `now`. `None` means the frame is usable.
     pub fn check(
         &mut self,
@@ -322,16 +297,22 @@ impl FrameHealth {
     ) -> Option<FrameDiagnosis> {
         let state = WindowState::query(x11, window);
         match result {
-            Err(e) if e.is_window_gone() => return Some(FrameProblem::Gone.diagnosis(window, "")),
+            Err(e) if e.is_window_gone() => return Some(FrameDiagnosis::of(FrameProblem::Gone, window, "")),
             Err(X11Error::Unmapped { .. }) => {
                 let p = if state.map(|s| s.iconic).unwrap_or(false) {
                     FrameProblem::Minimised
                 } else {
                     FrameProblem::Unmapped
                 };
-                return Some(p.diagnosis(window, ""));
+                return Some(FrameDiagnosis::of(p, window, ""));
             }
-            Err(e) => return Some(FrameProblem::Transient.diagnosis(window, &e.to_string())),
+            Err(e) => {
+                return Some(FrameDiagnosis::of(
+                    FrameProblem::Transient,
+                    window,
+                    &e.to_string(),
+                ))
+            }
             Ok(f) if !f.view().is_all_black() => {
                 self.black_since = None;
                 return None;
@@ -340,14 +321,15 @@ impl FrameHealth {
         }
         let since = *self.black_since.get_or_insert(now);
         if now.since(since) < self.grace {
-            return Some(
-                FrameProblem::Transient
-                    .diagnosis(window, "the frame is black; the window may not be drawn yet"),
-            );
+            return Some(FrameDiagnosis::of(
+                FrameProblem::Transient,
+                window,
+                "the frame is black; the window may not be drawn yet",
+            ));
         }
         let state = state.unwrap_or_default();
         if state.fullscreen && state.bypass_compositor {
-            return Some(FrameProblem::FullscreenBypass.diagnosis(window, ""));
+            return Some(FrameDiagnosis::of(FrameProblem::FullscreenBypass, window, ""));
         }
         if screen_shows_content(x11, window).unwrap_or(false) {
             let p = if state.fullscreen {
@@ -355,9 +337,13 @@ impl FrameHealth {
             } else {
                 FrameProblem::BlackGlPixmap
             };
-            return Some(p.diagnosis(window, ""));
+            return Some(FrameDiagnosis::of(p, window, ""));
         }
-        Some(FrameProblem::Transient.diagnosis(window, "the window itself shows only black"))
+        Some(FrameDiagnosis::of(
+            FrameProblem::Transient,
+            window,
+            "the window itself shows only black",
+        ))
     }
 }
 
@@ -514,7 +500,7 @@ mod tests {
             FrameProblem::Transient,
             FrameProblem::Gone,
         ];
-        let ds: Vec<FrameDiagnosis> = all.iter().map(|p| p.diagnosis(0x42, "x")).collect();
+        let ds: Vec<FrameDiagnosis> = all.iter().map(|p| FrameDiagnosis::of(*p, 0x42, "x")).collect();
         for (i, a) in ds.iter().enumerate() {
             for b in &ds[i + 1..] {
                 assert_ne!(a.message, b.message);

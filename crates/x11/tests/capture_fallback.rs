@@ -1,4 +1,4 @@
-//! Capture on a real X server (Xvfb) when the MIT-SHM fast path fails (issue 14, FR-PERC-001): the frame
+//! Capture on a real X server (Xvfb) when the MIT-SHM fast path fails (FR-PERC-001): the frame
 //! comes from plain GetImage, the fast path backs off for the wait it was given (timed by the `now`
 //! passed in, 1 s after the first failure) and is used again once that has passed, with a fresh segment.
 //! The failure is real: the capturer's segment is detached on the server, so ShmGetImage answers
@@ -57,7 +57,7 @@ fn is_red(px: &[u8]) -> bool {
 
 #[test]
 fn a_failed_shm_read_falls_back_to_getimage_and_shm_returns_after_the_back_off() {
-    // FR-PERC-001, issue 14 item 5
+    // FR-PERC-001
     let bed = TestBed::start().unwrap();
     let x = bed.x11().unwrap();
     assert!(x.extensions().shm, "Xvfb offers MIT-SHM");

@@ -20,8 +20,8 @@ fn input(now: MonoTime) -> TickInput {
     }
 }
 
-fn ctx(now: MonoTime) -> Context {
-    Context {
+fn ctx(now: MonoTime) -> SubmitContext {
+    SubmitContext {
         now,
         foreground: true,
         chain: Some(chain()),
@@ -75,7 +75,7 @@ fn held_key_emits_one_press_and_one_release() {
     let held_ms = events[1].0.since(events[0].0).as_millis();
     assert!((1500..1520).contains(&held_ms), "held {held_ms} ms");
     assert_eq!(reports.len(), 1);
-    assert_eq!(reports[0].kind, ReportKind::Finished);
+    assert_eq!(reports[0].kind, ActionEnd::Finished);
     assert!(ex.held().is_empty());
 }
 
@@ -203,13 +203,13 @@ fn selective_cancellation_releases_only_that_owner() {
     .unwrap();
     let (_, _, t) = run(&mut ex, MonoTime::ZERO, 100);
     assert_eq!(ex.held().len(), 2);
-    let w = ex.held().get(&Input::Key(sym("w"))).copied().unwrap();
+    let w = ex.held().get(&HeldInput::Key(sym("w"))).copied().unwrap();
     assert_eq!((w.owner, w.since), (SubgoalId(1), MonoTime::ZERO));
     let reports = ex.cancel_owner(SubgoalId(1));
     assert_eq!(reports.len(), 1);
     assert_eq!(
         reports[0].kind,
-        ReportKind::Cancelled {
+        ActionEnd::Cancelled {
             reason: CancelReason::Owner
         }
     );
@@ -249,7 +249,7 @@ fn halt_flag_is_step_one() {
         ]
     );
     assert!(out.reports.iter().all(|r| r.kind
-        == ReportKind::Cancelled {
+        == ActionEnd::Cancelled {
             reason: CancelReason::Halted
         }));
     assert_eq!(
@@ -296,7 +296,7 @@ fn foreground_guard_releases_and_emits_nothing_else() {
     let e = ex
         .submit(
             &intent(r#"{"action":"key","key":"a"}"#),
-            &Context {
+            &SubmitContext {
                 foreground: false,
                 ..c
             },
@@ -365,7 +365,7 @@ fn denied_chords_are_never_synthesised() {
     assert_eq!(count(&events, key("F4", true)), 0, "{events:?}");
     assert!(reports
         .iter()
-        .any(|r| r.id == f4 && matches!(r.kind, ReportKind::Blocked { .. })));
+        .any(|r| r.id == f4 && matches!(r.kind, ActionEnd::Blocked { .. })));
     // Once alt is held, F4 is refused at validation.
     let e = ex
         .submit(&intent(r#"{"action":"key","key":"F4"}"#), &ctx(t))
@@ -418,7 +418,7 @@ fn validation_rejects_with_structured_reasons() {
         reason(&mut ex, r#"{"action":"camera","dx":0,"dy":0,"duration_ms":100}"#),
         RejectReason::NothingToDo
     );
-    let no_geom = Context { chain: None, ..c };
+    let no_geom = SubmitContext { chain: None, ..c };
     let e = ex
         .submit(&intent(r#"{"action":"click","x":1,"y":1}"#), &no_geom)
         .unwrap_err();
@@ -523,7 +523,7 @@ fn max_hold_forces_release() {
         "released at {} ms",
         up.0.as_millis()
     );
-    assert!(matches!(&reports[0].kind, ReportKind::ForcedRelease { input, .. } if input == "w"));
+    assert!(matches!(&reports[0].kind, ActionEnd::ForcedRelease { input, .. } if input == "w"));
     assert_eq!(reports.len(), 1);
     assert!(ex.held().is_empty());
     assert_eq!(ex.active(), 0);
@@ -580,7 +580,7 @@ fn click_moves_along_a_path_then_presses_in_window() {
     assert!(up > down);
     let hold = events[up].0.since(events[down].0).as_millis();
     assert!((50..=140).contains(&hold), "hold {hold} ms");
-    assert_eq!(reports[0].kind, ReportKind::Finished);
+    assert_eq!(reports[0].kind, ActionEnd::Finished);
 }
 
 #[test]
@@ -695,7 +695,7 @@ fn wait_and_session_budget() {
     let (events, reports, _) = run(&mut ex, MonoTime::ZERO, 400);
     assert!(events.is_empty() && reports.is_empty() && ex.is_active(id));
     let (_, reports, _) = run(&mut ex, MonoTime::from_millis(410), 200);
-    assert_eq!(reports[0].kind, ReportKind::Finished);
+    assert_eq!(reports[0].kind, ActionEnd::Finished);
     ex.submit(
         &intent(r#"{"action":"hold_key","key":"w","duration_ms":5000}"#),
         &ctx(MonoTime::from_millis(700)),
@@ -705,7 +705,7 @@ fn wait_and_session_budget() {
     assert_eq!(count(&events, key("w", false)), 1);
     assert_eq!(
         reports[0].kind,
-        ReportKind::Cancelled {
+        ActionEnd::Cancelled {
             reason: CancelReason::BudgetSpent
         }
     );
@@ -764,7 +764,7 @@ fn an_input_that_changes_hands_records_its_new_owner() {
         .unwrap();
     let out = ex.tick(&input(t));
     assert!(out.events.is_empty(), "w stays held: no release and re-press");
-    let h = ex.held().get(&Input::Key(sym("w"))).copied().unwrap();
+    let h = ex.held().get(&HeldInput::Key(sym("w"))).copied().unwrap();
     assert_eq!((h.owner, h.action, h.since), (SubgoalId(2), id, MonoTime::ZERO));
 }
 
@@ -839,7 +839,7 @@ fn camera_turns_in_degrees_use_the_calibration_or_are_refused() {
     assert!(events
         .iter()
         .all(|(_, e)| matches!(e, InputEvent::MotionRelative { .. })));
-    assert!(reports.iter().any(|r| r.kind == ReportKind::Finished));
+    assert!(reports.iter().any(|r| r.kind == ActionEnd::Finished));
     // A turn too small to move a count does nothing and says so; a broken scale is refused too.
     let tiny = intent(r#"{"action":"camera_degrees","yaw_deg":0.01,"duration_ms":400}"#);
     assert_eq!(
@@ -858,7 +858,7 @@ fn camera_turns_in_degrees_use_the_calibration_or_are_refused() {
 
 #[test]
 fn rate_windows_stay_bounded_over_an_hour_at_the_top_cadence() {
-    // FR-SAFE-004, NFR-ACT-001, issue 14 item 5: the two rate-budget windows only ever hold the last
+    // FR-SAFE-004, NFR-ACT-001: the two rate-budget windows only ever hold the last
     // second: `accepted_at` at most `max_actions_per_s` entries (a submit past it is refused, never
     // queued), `emitted_at` at most one entry per tick of that second (241 at 240 Hz). An hour of a model
     // asking for a key every tick, and a camera turn whenever it may, leaves them there.
@@ -907,7 +907,7 @@ fn rate_windows_stay_bounded_over_an_hour_at_the_top_cadence() {
 
 #[test]
 fn steering_holds_only_what_the_controller_wants_among_its_keys_and_ends_on_request() {
-    // issue 16 item 4 (move_to), ADR-0035 step 4: the controller's wish is reconciled like any other
+    // move_to, ADR-0035 step 4: the controller's wish is reconciled like any other
     let mut ex = Executor::new(ExecutorConfig::default());
     let id = ex
         .submit(
@@ -940,7 +940,7 @@ fn steering_holds_only_what_the_controller_wants_among_its_keys_and_ends_on_requ
     );
     assert_eq!(
         reports.iter().map(|r| r.kind.clone()).collect::<Vec<_>>(),
-        [ReportKind::Finished]
+        [ActionEnd::Finished]
     );
     assert!(ex.held().is_empty());
     assert!(

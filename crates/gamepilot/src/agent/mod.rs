@@ -9,6 +9,7 @@
 
 use anyhow::Context as _;
 use deliberative::{DeliberationRequest, DeliberationResult, Postconditions};
+use gamepilot_core::Worker;
 use gamepilot_core::{Chord, MonoTime};
 use gamepilot_executor::ExecutorConfig;
 use gamepilot_grounding::GroundingPath;
@@ -16,7 +17,7 @@ use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_runtime::say_err;
-use gamepilot_runtime::session_inputs::{degrade_step, host_restart, reflex_input};
+use gamepilot_runtime::session_inputs::{degrade_step, host_restart};
 use gamepilot_runtime::stop_signals::{StopSignal, StopSignals};
 use gamepilot_runtime::worker::{
     join_within, panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome, DELIBERATIONS,
@@ -28,7 +29,7 @@ use gamepilot_session::{
     ConfirmationAnswer, Effect, ExternalStop, Input, ReflexCommand, ReflexFeed, Session, SessionConfig,
     SessionRecord, SessionStop,
 };
-use reflex::{FromReflex, ReflexSetup, ToReflex};
+use reflex::ReflexSetup;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
@@ -48,7 +49,7 @@ pub struct AgentConfig {
     pub deliberative_client: HostClient,
     pub model_name: String,
     pub vision: bool,
-    /// How the model answers coordinates over the image it sees (issue 15).
+    /// How the model answers coordinates over the image it sees.
     pub coord_convention: gamepilot_core::CoordConvention,
     /// Pixels of the deliberative pass's image (FR-MODEL-002); the tactical budget is `tactical_pixels`.
     pub deliberative_pixels: u64,
@@ -83,15 +84,17 @@ pub struct AgentConfig {
     pub degrade: Option<Receiver<gamepilot_model::DegradeCommand>>,
     /// The hosts gamepilot started, reshaped by the degrade ladder's steps (FR-MODEL-004).
     pub hosts: gamepilot_model::HostKeeper,
-    /// SIGINT / SIGTERM / SIGHUP as a clean stop (issue 14); `None`: the process's default dispositions.
+    /// SIGINT / SIGTERM / SIGHUP as a clean stop; `None`: the process's default dispositions.
     pub stop_signals: Option<StopSignals>,
-    /// Self-identification and `move_to` (issue 16); `None`: off.
+    /// Self-identification and `move_to`; `None`: off.
     pub steering: Option<gamepilot_session::SteeringConfig>,
 }
 
 /// What a session did, for the summary and the report.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Summary {
+    /// Why the session ended, typed (`stop_reason` is the same in words).
+    pub stop: SessionStop,
     pub stop_reason: String,
     pub seconds: f64,
     pub actions_executed: u64,
@@ -102,7 +105,7 @@ pub struct Summary {
     pub rejected: u64,
     pub failures: Vec<(String, u64)>,
     pub tactical_calls: u64,
-    /// New screen → first action: how many, p50 and p95 in ms (issue 29).
+    /// New screen → first action: how many, p50 and p95 in ms.
     pub first_action_ms: (usize, f64, f64),
     /// Actions grounded without a model call (the subgoal named the one element so labelled).
     pub direct_groundings: u64,
@@ -197,16 +200,15 @@ fn session_config(cfg: &AgentConfig, post: &Postconditions) -> SessionConfig {
 struct Wiring<'a> {
     cfg: &'a AgentConfig,
     rec: Recorder,
-    to_reflex: SyncSender<ToReflex>,
+    to_reflex: SyncSender<ReflexCommand>,
     to_tactical: SyncSender<TacticalRequest>,
     delib_tx: SyncSender<DeliberationResult>,
     research: gamepilot_research::wiring::ResearchWiring,
     /// The destructive-action hold being put to the user (FR-SAFE-005).
     hold: Option<(u64, destructive::Hold)>,
     post: Postconditions,
-    post_exprs: Vec<Expression>,
     cancel: CancelToken,
-    /// The latest marked screenshot, for the deliberative pass's image (issue 15).
+    /// The latest marked screenshot, for the deliberative pass's image.
     last_marked: Option<gamepilot_core::Frame>,
 }
 
@@ -236,46 +238,20 @@ impl Wiring<'_> {
 
     fn carry_out(&mut self, effect: Effect, t: MonoTime) -> anyhow::Result<Vec<Input>> {
         match effect {
-            Effect::Reflex(c) => {
-                let msg = match c {
-                    ReflexCommand::Submit {
-                        action,
-                        intention,
-                        generation,
-                    } => ToReflex::Submit {
-                        tag: action,
-                        intention,
-                        generation,
-                    },
-                    ReflexCommand::Watch {
-                        action,
-                        region,
-                        settle_ms,
-                    } => ToReflex::Watch {
-                        tag: action,
-                        region,
-                        settle: Duration::from_millis(settle_ms),
-                    },
-                    ReflexCommand::CancelOwner { subgoal } => ToReflex::CancelOwner(subgoal),
-                    ReflexCommand::Subgoal { active } => ToReflex::Subgoal(
-                        active.and_then(|(s, h)| self.post_exprs.get(h).cloned().map(|e| (s, e))),
-                    ),
-                    ReflexCommand::Pause { paused } => ToReflex::Hold(paused),
-                    ReflexCommand::Steer { action, plan } => ToReflex::Steer { tag: action, plan },
-                };
+            Effect::Reflex(msg) => {
                 // A closed reflex channel is reported by the reflex's own end (ReflexStopped); a full one
-                // means the reflex stopped reading (issue 14).
+                // means the reflex stopped reading.
                 if let Err(TrySendError::Full(_)) = self.to_reflex.try_send(msg) {
-                    return Ok(vec![worker_stuck("reflex", REFLEX_COMMANDS)]);
+                    return Ok(vec![worker_stuck(Worker::Reflex, REFLEX_COMMANDS)]);
                 }
             }
             Effect::StartTactical(job) => match self.to_tactical.try_send(TacticalRequest { job: *job }) {
                 Ok(()) => {}
-                Err(TrySendError::Full(_)) => return Ok(vec![worker_stuck("tactical", TACTICAL_JOBS)]),
+                Err(TrySendError::Full(_)) => return Ok(vec![worker_stuck(Worker::Tactical, TACTICAL_JOBS)]),
                 Err(TrySendError::Disconnected(_)) => {
                     return Ok(vec![Input::Stop {
                         reason: ExternalStop::WorkerDied {
-                            worker: "tactical".into(),
+                            worker: Worker::Tactical,
                             detail: "its request channel is closed".into(),
                         },
                     }])
@@ -314,7 +290,7 @@ impl Wiring<'_> {
                     .spawn(move || {
                         yield_cpu_to_reflex();
                         // A pass that panics is a failed pass (the session replans on its triggers):
-                        // restarting deliberation is safe, it holds no input (issue 14).
+                        // restarting deliberation is safe, it holds no input.
                         let (pass, started) = (req.pass, Instant::now());
                         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             deliberative::deliberate(&client, &model, &post, &req, &cancel)
@@ -352,7 +328,7 @@ impl Wiring<'_> {
                         )?;
                     }
                     Err(reason) => {
-                        return Ok(vec![Input::Research(gamepilot_session::ResearchOutcome {
+                        return Ok(vec![Input::Research(gamepilot_session::ResearchFindings {
                             query: String::new(),
                             excerpts: Vec::new(),
                             note: reason,
@@ -400,11 +376,11 @@ impl Wiring<'_> {
     }
 }
 
-/// The stop for a worker whose bounded queue is full: it is not reading (issue 14).
-fn worker_stuck(worker: &str, bound: usize) -> Input {
+/// The stop for a worker whose bounded queue is full: it is not reading.
+fn worker_stuck(worker: Worker, bound: usize) -> Input {
     Input::Stop {
         reason: ExternalStop::WorkerDied {
-            worker: worker.into(),
+            worker,
             detail: format!("its queue of {bound} is full: it stopped reading"),
         },
     }
@@ -418,7 +394,7 @@ struct Gathered {
 /// Drain one channel; a disconnected one is a dead worker (named), unless `ok_to_close`.
 fn drain<T>(
     rx: &Receiver<T>,
-    worker: &str,
+    worker: Worker,
     ok_to_close: bool,
     mut each: impl FnMut(T) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<Input>> {
@@ -430,7 +406,7 @@ fn drain<T>(
             Err(TryRecvError::Disconnected) => {
                 return Ok(Some(Input::Stop {
                     reason: ExternalStop::WorkerDied {
-                        worker: worker.into(),
+                        worker,
                         detail: "its channel closed".into(),
                     },
                 }))
@@ -476,6 +452,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         program: Some(program.clone()),
         declared: gamepilot_core::Size::new(cfg.window.geometry.w, cfg.window.geometry.h),
         goal: goal_expr,
+        postconditions: post_exprs,
         panic: cfg.panic.clone(),
         extras: cfg.reflex.clone(),
     };
@@ -483,9 +460,9 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     for text in &cfg.reflex.notes {
         rec.record(now(), Record::Note { text: text.clone() })?;
     }
-    // Every worker reports its end here (issue 14: no thread dies silently).
+    // Every worker reports its end here (no thread dies silently).
     let (ends_tx, ends) = mpsc::sync_channel::<WorkerEnd>(WORKER_ENDS);
-    let reflex_thread = spawn_reporting("reflex", ends_tx.clone(), move || {
+    let reflex_thread = spawn_reporting(Worker::Reflex, ends_tx.clone(), move || {
         reflex::run(setup, guardian, reflex_rx, reflex_tx)
     })?;
 
@@ -493,6 +470,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     let (to_tactical, tactical_rx) = mpsc::sync_channel::<TacticalRequest>(TACTICAL_JOBS);
     let (tactical_tx, from_tactical) = mpsc::sync_channel::<TacticalResult>(TACTICAL_RESULTS);
     let tsetup = TacticalSetup {
+        templates: cfg.reflex.templates.clone(),
         display: cfg.display.clone(),
         window: cfg.window.id,
         client: cfg.client.clone(),
@@ -501,7 +479,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         max_tokens: 96,
     };
     let tcancel = cancel.clone();
-    let tactical_thread = spawn_reporting("tactical", ends_tx, move || {
+    let tactical_thread = spawn_reporting(Worker::Tactical, ends_tx, move || {
         yield_cpu_to_reflex();
         tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
     })?;
@@ -531,7 +509,6 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         research,
         hold: None,
         post,
-        post_exprs,
         cancel: cancel.clone(),
         last_marked: None,
     };
@@ -561,21 +538,21 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         // A worker that ended before the session did stops it, named (the reflex's clean end follows its
         // own stop report, which the session has already seen).
         for end in ends.try_iter() {
-            if end.worker == "reflex" && end.outcome == WorkerOutcome::Finished {
+            if end.worker == Worker::Reflex && end.outcome == WorkerOutcome::Finished {
                 continue;
             }
             g.inputs.push(Input::Stop {
                 reason: ExternalStop::WorkerDied {
-                    worker: end.worker.into(),
+                    worker: end.worker,
                     detail: end.detail(),
                 },
             });
         }
-        let reflex_gone = drain(&from_reflex, "reflex", reflex_done, |m| {
-            if let FromReflex::Stopped { .. } = m {
+        let reflex_gone = drain(&from_reflex, Worker::Reflex, reflex_done, |m| {
+            if let Input::ReflexStopped(_) = m {
                 reflex_done = true;
             }
-            g.inputs.extend(reflex_input(m, &mut feed));
+            g.inputs.extend(feed.pass(m));
             Ok(())
         })?;
         g.inputs.extend(reflex_gone);
@@ -587,12 +564,13 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
                     results: found.log.clone(),
                 },
             )?;
-            g.inputs.push(Input::Research(gamepilot_session::ResearchOutcome {
-                found: found.found(),
-                query: found.query,
-                excerpts: found.excerpts,
-                note: found.note,
-            }));
+            g.inputs
+                .push(Input::Research(gamepilot_session::ResearchFindings {
+                    found: found.found(),
+                    query: found.query,
+                    excerpts: found.excerpts,
+                    note: found.note,
+                }));
         }
         let mut notices = Vec::new();
         while let Some(c) = cfg.degrade.as_ref().and_then(|r| r.try_recv().ok()) {
@@ -616,7 +594,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
             }));
         }
         let mut tactical_results = Vec::new();
-        let tactical_gone = drain(&from_tactical, "tactical", false, |r| {
+        let tactical_gone = drain(&from_tactical, Worker::Tactical, false, |r| {
             tactical_results.push(r);
             Ok(())
         })?;
@@ -660,22 +638,19 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     });
     // Stop: release everything, end the cadences, write the summary.
     cancel.cancel();
-    let _ = w.to_reflex.try_send(ToReflex::Stop);
-    // A full queue cannot take the Stop but a disconnected one reads as one; a reflex that never returns (a
+    // A disconnected command channel is the reflex's stop; a reflex that never returns (a
     // hung call) is left after a bound, and the guardian releases what it holds as the process exits.
     drop(std::mem::replace(&mut w.to_reflex, mpsc::sync_channel(1).0));
     let (tx_dummy, _) = mpsc::sync_channel(1);
     drop(std::mem::replace(&mut w.to_tactical, tx_dummy));
     let reflex_joined = join_within(reflex_thread, Duration::from_secs(2)).is_some_and(|r| r.is_ok());
     while let Ok(m) = from_reflex.try_recv() {
-        for i in reflex_input(m, &mut feed) {
-            if let Input::ReflexStopped(_) = i {
-                session.step(i, now());
-            }
+        if let Input::ReflexStopped(_) = m {
+            session.step(m, now());
         }
     }
     // The tactical thread may be inside OCR or a model call: it is cancelled; after a signal it is given
-    // a bounded time (the stop must finish within 2 s, issue 14) and a thread still busy then ends with
+    // a bounded time (the stop must finish within 2 s) and a thread still busy then ends with
     // the process; otherwise it is waited for.
     let wait = if by_signal.is_some() { 1_500 } else { 60_000 };
     let tactical_deadline = Instant::now() + Duration::from_millis(wait);
@@ -696,6 +671,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     let secs = t0.elapsed().as_secs_f64();
     let summary = Summary {
         stop_reason: stop.to_string(),
+        stop: stop.clone(),
         seconds: secs,
         actions_executed: n.actions_executed,
         actions_per_s: n.actions_executed as f64 / secs.max(0.001),

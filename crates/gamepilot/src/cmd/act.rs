@@ -16,16 +16,14 @@ use anyhow::Context as _;
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::Chord;
 use gamepilot_executor::{ActionId, DeniedList, ExecutorConfig, HeldRecord};
-use gamepilot_runtime::driver::{
-    CalibrationFailure, Driver, DriverEvent, DriverSetup, DriverStop, InterlockKind,
-};
+use gamepilot_runtime::driver::{CalibrationFailure, Driver, DriverEvent, DriverSetup, DriverStop};
 use gamepilot_runtime::GuardianHandle;
 use serde_json::json;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The reflex cadence's range (decisions.md) and the heartbeat bound's (issue 14).
+/// The reflex cadence's range (decisions.md) and the heartbeat bound's.
 pub const MIN_HZ: u32 = 30;
 pub const MAX_HZ: u32 = 240;
 pub const MIN_STALE_TICKS: u64 = 3;
@@ -80,7 +78,7 @@ impl LimitArgs {
         }
         denied.add(&panic);
         // decisions.md: the reflex cadence is 30–240 Hz; the guardian's heartbeat bound must cover
-        // several ticks or a merely late tick reads as a hung core (issue 14).
+        // several ticks or a merely late tick reads as a hung core.
         anyhow::ensure!(
             (MIN_HZ..=MAX_HZ).contains(&self.hz),
             "--hz {}: the reflex cadence must be {MIN_HZ}–{MAX_HZ} Hz",
@@ -231,19 +229,19 @@ fn emit_event(e: &DriverEvent, held: &HeldRecord) {
         DriverEvent::Undeliverable(k) => {
             emit(json!({"event": "undeliverable", "key": k, "why": "no keycode on this keyboard"}))
         }
-        DriverEvent::Divergence(d) => {
+        DriverEvent::HeldDivergence(d) => {
             let mut v = json!(d);
             v["event"] = json!("divergence");
             emit(v);
         }
         // Printed as `divergence` above.
         DriverEvent::Interlock {
-            kind: InterlockKind::HeldDivergence,
+            kind: gamepilot_core::Interlock::HeldDivergence,
             ..
         } => {}
         DriverEvent::Interlock { kind, detail } => {
             let mut v = json!({"event": "interlock", "interlock": kind.name(), "detail": detail});
-            if let InterlockKind::WindowChanged { generation } = kind {
+            if let gamepilot_core::Interlock::WindowChanged { generation } = kind {
                 v["generation"] = json!(generation);
             }
             emit(v);

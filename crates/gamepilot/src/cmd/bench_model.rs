@@ -26,7 +26,7 @@ pub struct BenchArgs {
     /// Expected SHA-256 of --model.
     #[arg(long)]
     pub sha256: Option<String>,
-    /// A vision model's multimodal projector for the started host (issue 15); verified like the weights.
+    /// A vision model's multimodal projector for the started host; verified like the weights.
     #[arg(long, requires = "mmproj_sha256")]
     pub mmproj: Option<PathBuf>,
     /// Expected SHA-256 of --mmproj.
@@ -43,7 +43,8 @@ pub struct BenchArgs {
     /// the practice game's play field from the corpus as the avatar walks.
     #[arg(long, num_args = 1.., default_values = ["corpus/frames/arena-play-0.png", "corpus/frames/arena-play-move-a.png", "corpus/frames/arena-play-move-b.png", "corpus/frames/arena-play-still.png"])]
     pub frame: Vec<PathBuf>,
-    /// Instead of --frame, a three-mark synthetic observation (the figure issue 16 started from).
+    /// Instead of --frame, a three-mark synthetic observation (the one the first tactical-latency
+    /// figures were measured on).
     #[arg(long)]
     pub synthetic: bool,
     /// Maximum reply tokens per call.

@@ -8,7 +8,7 @@ use super::common::{now, WindowArgs};
 use gamepilot_core::Rect;
 use gamepilot_ocr::{default_engine, OcrEngine, PpOcr, TesseractOcr};
 use gamepilot_runtime::refine;
-use gamepilot_vision::{classify, propose, Atlas, ClassifierParams, ProposalParams, Thumb};
+use gamepilot_vision::{classify, propose, ClassifierParams, ProposalParams, Thumb};
 use gamepilot_x11::WindowCapturer;
 use std::time::Instant;
 
@@ -127,14 +127,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     line("thumb + classify from a full frame (alternative)", &mut cls_full);
 
     println!("proposals (FR-PERC-005)");
-    let atlas = Atlas::default();
+    let atlas = gamepilot_sensor::Atlas::new();
     let pp = ProposalParams::default();
     let mut prop = time(n.min(50), || Ok(propose(&full.view(), &[], &atlas, &pp)))?;
     line(&format!("segmentation proposals {fw}x{fh}"), &mut prop);
 
     println!("OCR (FR-PERC-004), {} runs each", args.ocr_runs.max(1));
     let view = full.view();
-    // The new backbone and the old one side by side, same frame, same region (issue 13).
+    // The new backbone and the old one side by side, same frame, same region.
     let engines: Vec<(&str, anyhow::Result<OcrEngine>)> = vec![
         (
             "ppocr",
@@ -175,8 +175,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // OCR and proposals above. The model's input sizes per pass are printed beside.
     println!("two-stage grounding (FR-GND-005), {} runs", args.ocr_runs.max(1));
     let lines = ocr.lines(&view, view.bounds())?;
-    let whole_obs =
-        gamepilot_vision::Perceiver::new().observe(&view, now(), gamepilot_vision::FrameClass::Scene, &lines);
+    let whole_obs = gamepilot_vision::Perceiver::new().observe(
+        &view,
+        now(),
+        gamepilot_vision::FrameChange::Scene,
+        &lines,
+    );
     let whole = refine::WholeFrame {
         view,
         lines: &lines,

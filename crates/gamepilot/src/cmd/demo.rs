@@ -54,7 +54,7 @@ pub struct Args {
     /// Print no status line while running.
     #[arg(long)]
     pub quiet: bool,
-    /// Direction keys for self-identification and `move_to` (issue 16); an empty value turns it off.
+    /// Direction keys for self-identification and `move_to`; an empty value turns it off.
     #[arg(long, value_delimiter = ',', default_value = "w,s,a,d")]
     pub move_keys: Vec<String>,
 }
@@ -75,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
     say!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
     say!("demo: starting the model host");
-    // Ctrl+C from here on is a clean stop of the session (issue 14).
+    // Ctrl+C from here on is a clean stop of the session.
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
     let (client, host) = args.model.connect(&stop_signals.token())?;
     let caps = client.probe().context("probing the model host")?;
@@ -85,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .as_ref()
         .map_or_else(|| client.clone(), |(c, _)| c.clone().with_kind(caps.kind));
     // The same vision plan as `run` with its defaults: a host that sees images gets them, in its family's
-    // coordinates (issue 15).
+    // coordinates.
     let vision = super::run::VisionArgs::default().plan(&caps, &args.model.model_name)?;
     let limits = args.limits.clone();
     let (exec, panic) = limits.config()?;

@@ -253,7 +253,7 @@ fn model_host(endpoint: Option<&str>) -> Result<String, String> {
             None => Err("no endpoint configured and no llama-server built".into()),
         };
     };
-    // Issue 15: the same one probe `run` makes, so the user sees what `run` will assume.
+    // The same one probe `run` makes, so the user sees what `run` will assume.
     let base = base.trim_end_matches('/').trim_end_matches("/v1");
     let timeouts = gamepilot_model::HostTimeouts {
         connect: std::time::Duration::from_secs(2),

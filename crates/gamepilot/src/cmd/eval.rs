@@ -1,5 +1,5 @@
 //! `gamepilot eval`: decision accuracy on the labelled decision points of `corpus/decisions.json`
-//! (issue 16) — per scene kind, schema validity, latency and prefix cache — printed as a table and
+//! — per scene kind, schema validity, latency and prefix cache — printed as a table and
 //! written as JSON; `--min-accuracy` makes it a gate (exit 1 under the floor).
 
 use super::run::ModelArgs;

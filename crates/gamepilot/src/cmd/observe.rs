@@ -8,7 +8,7 @@ use super::common::{load_image, now, WindowArgs};
 use anyhow::Context as _;
 use gamepilot_core::{Frame, LayerRegion};
 use gamepilot_ocr::{default_engine, OcrEngine};
-use gamepilot_vision::{Candidate, FrameClass, MarkRenderer, Ocr, Perceiver};
+use gamepilot_vision::{Candidate, FrameChange, MarkRenderer, Ocr, Perceiver};
 use gamepilot_x11::WindowCapturer;
 use std::path::{Path, PathBuf};
 
@@ -90,7 +90,7 @@ pub fn observe_frame(
     };
     let mut p = Perceiver::new();
     let class = p.classify_view(&view).class;
-    debug_assert_eq!(class, FrameClass::Scene);
+    debug_assert_eq!(class, FrameChange::Scene);
     let obs = p.observe_with_accessibility(&view, frame.captured_at, class, &texts, accessibility);
     let bytes = std::fs::read(font).with_context(|| format!("reading the mark font {}", font.display()))?;
     let r = MarkRenderer::from_font_bytes(bytes)?;

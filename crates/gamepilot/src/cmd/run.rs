@@ -1,5 +1,5 @@
 //! `gamepilot run`: play a window toward a goal with a local model — the three cadences, the executor
-//! with every interlock, verification of every action, and a recording (issue 7).
+//! with every interlock, verification of every action, and a recording.
 
 use super::act::LimitArgs;
 use super::common::WindowArgs;
@@ -26,7 +26,7 @@ pub struct ModelArgs {
     /// The GGUF's SHA-256; verified before loading (FR-MODEL-005).
     #[arg(long, requires = "model")]
     pub model_sha256: Option<String>,
-    /// A vision model's multimodal projector (GGUF) for the llama-server gamepilot starts (issue 15).
+    /// A vision model's multimodal projector (GGUF) for the llama-server gamepilot starts.
     #[arg(long, requires = "mmproj_sha256")]
     pub mmproj: Option<PathBuf>,
     /// The projector's SHA-256; verified before the host starts, like the weights (FR-MODEL-005).
@@ -64,7 +64,7 @@ impl ModelArgs {
         Ok((client, Some(host)))
     }
 
-    /// The deliberative cadence's own host when gamepilot starts its hosts (issue 16 item 3): a second
+    /// The deliberative cadence's own host when gamepilot starts its hosts: a second
     /// llama-server at nice 19, so a tactical call never waits behind a deliberative prompt batch
     /// (measured: tactical p95 12.1 s on one host with two slots, 5.2 s with two hosts; docs/models.md).
     /// The weights are one mmapped file, held once in the page cache. `None` with --model-endpoint.
@@ -121,7 +121,7 @@ impl ModelArgs {
     }
 }
 
-/// Whether the marked screenshot is sent (issue 15).
+/// Whether the marked screenshot is sent.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ImageChoice {
     /// When the host says its model sees images.
@@ -131,7 +131,7 @@ pub enum ImageChoice {
     Never,
 }
 
-/// The vision model (issue 15, FR-MODEL-002): what it is sent and how it answers coordinates.
+/// The vision model (FR-MODEL-002): what it is sent and how it answers coordinates.
 #[derive(clap::Args, Debug, Clone)]
 pub struct VisionArgs {
     /// Send the marked screenshot: auto (when the host says its model sees images), always, never.
@@ -382,7 +382,7 @@ pub struct Args {
     /// Grounding paths: auto chooses per scene class from confirmation rates; one name forces that path.
     #[arg(long, value_enum, default_value_t = GroundingChoice::Auto)]
     pub grounding: GroundingChoice,
-    /// Direction keys for self-identification and the model's `move_to` (issue 16): on the first play
+    /// Direction keys for self-identification and the model's `move_to`: on the first play
     /// field the agent holds each briefly, learns which element is its avatar and which key moves it
     /// where, then steers to marks the model names. Off unless given (e.g. `w,s,a,d`).
     #[arg(long, value_delimiter = ',')]
@@ -571,7 +571,7 @@ pub fn print_summary(s: &Summary) {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (exec, panic) = args.limits.config()?;
-    // SIGINT / SIGTERM / SIGHUP from here on stop the session cleanly (issue 14; exit 128 + signal).
+    // SIGINT / SIGTERM / SIGHUP from here on stop the session cleanly (exit 128 + signal).
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
     let (x, win) = args.target.resolve()?;
     // Input reaches only a game in front (FR-SAFE-004): ask the window manager to raise it, never by
@@ -619,7 +619,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(code);
     }
     let (client, host) = connected?;
-    // Issue 15: one probe at start, never a guess; the client then speaks the host's dialect.
+    // One probe at start, never a guess; the client then speaks the host's dialect.
     let caps = client
         .probe_for(&args.model.model_name)
         .context("probing the model host")?;
@@ -706,7 +706,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     print_summary(&summary);
     Ok(match summary.exit_signal {
         Some(sig) => gamepilot_runtime::stop_signals::StopSignal(sig).exit_code(),
-        None if summary.stop_reason == "GoalMet" => 0,
-        None => 4,
+        None => summary.stop.exit_code(),
     })
 }
