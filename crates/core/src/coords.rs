@@ -135,7 +135,7 @@ impl ModelFamily {
 }
 
 /// One call's coordinate space: the convention, the size of the image the model saw and the capture's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoordSpace {
     pub convention: CoordConvention,
     pub image: Size,

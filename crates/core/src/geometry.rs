@@ -28,6 +28,28 @@ impl Size {
     pub fn area(self) -> u64 {
         self.w as u64 * self.h as u64
     }
+
+    /// This size scaled down, keeping its aspect, to at most `max_pixels` of area (FR-MODEL-002's visual
+    /// budget); unchanged when it already fits.
+    pub fn fit_within(self, max_pixels: u64) -> Size {
+        if self.w == 0 || self.h == 0 {
+            return Size::new(0, 0);
+        }
+        if self.area() <= max_pixels {
+            return self;
+        }
+        let scale = (max_pixels as f64 / self.area() as f64).sqrt();
+        let mut w = ((self.w as f64 * scale + 1e-6).floor() as u32).max(1);
+        let mut h = ((self.h as f64 * scale + 1e-6).floor() as u32).max(1);
+        while w as u64 * h as u64 > max_pixels && (w > 1 || h > 1) {
+            if w >= h {
+                w -= 1;
+            } else {
+                h -= 1;
+            }
+        }
+        Size::new(w, h)
+    }
 }
 
 /// An axis-aligned rectangle `[x, y, w, h]`; serialised as that 4-array.

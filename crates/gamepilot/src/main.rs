@@ -2,7 +2,6 @@
 //!
 //! `main` is `exit(run(parse()))`; every subcommand returns an exit code or an error printed with `{:#}`.
 
-mod agent;
 mod cmd;
 
 use clap::{Parser, Subcommand};

@@ -265,10 +265,15 @@ fn run_grounds_in_two_stages_with_the_real_model() {
         !localise.is_empty(),
         "the cheap localising pass was made:\n{stdout}\n{stderr}"
     );
-    let crops: Vec<[i64; 4]> = localise
+    // The acting call of each two-stage tick was composed on the region around the localised point; its
+    // reading (recorded with its prompt) names that region.
+    let crops: Vec<[i64; 4]> = ev
         .iter()
+        .filter(|e| e["kind"] == "prompt" && e["messages"]["reading"]["reading"] == "act_in_crop")
         .map(|p| {
-            let c = p["messages"]["crop"].as_array().expect("crop recorded");
+            let c = p["messages"]["reading"]["crop"]["region"]
+                .as_array()
+                .expect("crop recorded");
             let c: Vec<i64> = c.iter().map(|v| v.as_i64().unwrap()).collect();
             assert!(
                 c[0] >= 0 && c[1] >= 0 && c[0] + c[2] <= 1280 && c[1] + c[3] <= 720,
@@ -277,6 +282,10 @@ fn run_grounds_in_two_stages_with_the_real_model() {
             [c[0], c[1], c[2], c[3]]
         })
         .collect();
+    assert!(
+        !crops.is_empty(),
+        "an acting call was made on a region:\n{stdout}\n{stderr}"
+    );
     assert!(
         ev.iter()
             .any(|e| e["kind"] == "reply" && e["cadence"] == "tactical_localise"),

@@ -61,24 +61,7 @@ impl VisualBudget {
 /// The largest size with the source's aspect ratio whose area fits `max_pixels`; never larger than the
 /// source, never zero.
 pub fn fit(src: Size, max_pixels: u64) -> Size {
-    if src.w == 0 || src.h == 0 {
-        return Size::new(0, 0);
-    }
-    let area = src.w as u64 * src.h as u64;
-    if area <= max_pixels {
-        return src;
-    }
-    let scale = (max_pixels as f64 / area as f64).sqrt();
-    let mut w = ((src.w as f64 * scale + 1e-6).floor() as u32).max(1);
-    let mut h = ((src.h as f64 * scale + 1e-6).floor() as u32).max(1);
-    while w as u64 * h as u64 > max_pixels && (w > 1 || h > 1) {
-        if w >= h {
-            w -= 1;
-        } else {
-            h -= 1;
-        }
-    }
-    Size::new(w, h)
+    src.fit_within(max_pixels)
 }
 
 /// Resizes `frame` to the cadence's budget and encodes it as PNG for the prompt's last block.

@@ -41,6 +41,15 @@ pub enum RuntimeError {
     /// `gamepilot eval`: the session for a decision point's goal could not be built.
     #[error("eval: {0}")]
     Eval(String),
+    /// The session cannot start as configured (its sensors, its postconditions, its recording).
+    #[error("{0}")]
+    Setup(String),
+    /// The session core refused its configuration.
+    #[error("session: {0}")]
+    Session(#[from] gamepilot_session::SessionError),
+    /// A worker did not stop when the session ended.
+    #[error("{0}")]
+    Stuck(String),
     /// An image file that cannot be read as a frame.
     #[error("image {path}: {detail}")]
     Image { path: String, detail: String },

@@ -4,6 +4,7 @@
 //! recognition worker, the GPU watch, the destructive hold's prompts, the guardian handle and the template
 //! loader. Nothing here decides what the agent does next: that is `gamepilot_session::Session::step`.
 
+pub mod agent;
 pub mod bench_executor;
 pub mod console;
 pub mod deliberative;

@@ -1,30 +1,17 @@
 //! Two-stage grounding for the tactical tick (FR-GND-005): the cheap pass sees the whole frame downscaled
 //! and answers a point; the expensive pass sees the region around that point magnified, read again by
-//! OCR and segmentation at the higher resolution, and answers the action. Its marks and coordinates are
-//! mapped back to capture space here, so the loop and the executor only ever see capture space
-//! (INV-GND-002). The pure geometry is `gamepilot_grounding::refine`.
+//! OCR and segmentation at the higher resolution, and answers the action. This is the perception of that
+//! region; its prompt and the mapping of the reply back to capture space (INV-GND-002) are the session's
+//! (`gamepilot_session::tactical`), the pure geometry `gamepilot_grounding::refine`.
 
-use gamepilot_context::TacticalReply;
-use gamepilot_core::action::Action;
 use gamepilot_core::{ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
 use gamepilot_grounding::{plan_crop, scale_rect, Crop, RefineConfig};
 use gamepilot_vision::{Element, FrameChange, Observation, Perceiver, TextLine, TextWord};
 
-/// Linear downscale of the whole frame for the cheap pass.
-pub const CHEAP_DIVISOR: u32 = 4;
 /// The expensive pass never magnifies the crop more than this.
 pub const MAX_MAGNIFICATION: f64 = 2.0;
 
-/// The size of the downscaled whole frame the cheap pass answers in.
-pub fn cheap_size(frame: Size) -> Size {
-    Size::new((frame.w / CHEAP_DIVISOR).max(1), (frame.h / CHEAP_DIVISOR).max(1))
-}
-
-/// The whole-frame observation in the cheap pass's coordinates.
-pub fn cheap_observation(observation: &Observation, cheap: Size) -> Observation {
-    let from = observation.frame_size;
-    observation.remapped(cheap, |r| scale_rect(r, from, cheap))
-}
+pub use gamepilot_session::tactical::{cheap_observation, cheap_size};
 
 /// What the expensive pass looks at: the magnified crop and what perception found in it.
 pub struct CropView {
@@ -41,87 +28,6 @@ impl CropView {
     pub fn size(&self) -> Size {
         Size::new(self.frame.width, self.frame.height)
     }
-
-    /// The text block the expensive pass reads, headed by where the crop is and how it was magnified.
-    pub fn prompt_text(&self) -> String {
-        let r = self.crop.region;
-        format!(
-            "Stage 2 of 2 (act): region [{}, {}, {}, {}] of the {}x{} frame around the point you chose, \
-             magnified to {}x{}. Marks and coordinates below, and in your answer, are in this magnified region.\n{}",
-            r.x,
-            r.y,
-            r.w,
-            r.h,
-            self.in_capture.frame_size.w,
-            self.in_capture.frame_size.h,
-            self.frame.width,
-            self.frame.height,
-            self.in_crop.to_text()
-        )
-    }
-
-    /// Map the expensive pass's reply to capture space: coordinates through the crop; a mark stays a
-    /// mark of [`CropView::in_capture`]. Actions without a target pass through unchanged.
-    pub fn reply_to_capture(&self, reply: TacticalReply) -> Result<TacticalReply, String> {
-        let size = self.size();
-        let map = |x: i32, y: i32| -> Result<Point, String> {
-            self.crop
-                .to_capture(Point::new(x, y), size)
-                .map_err(|e| format!("expensive pass answered outside its crop: {e}"))
-        };
-        Ok(match reply {
-            TacticalReply::Act(Action::Click { x, y, button }) => {
-                let p = map(x, y)?;
-                TacticalReply::Act(Action::Click {
-                    x: p.x,
-                    y: p.y,
-                    button,
-                })
-            }
-            TacticalReply::Act(Action::DoubleClick { x, y, button }) => {
-                let p = map(x, y)?;
-                TacticalReply::Act(Action::DoubleClick {
-                    x: p.x,
-                    y: p.y,
-                    button,
-                })
-            }
-            TacticalReply::Act(Action::MovePointer { x, y, duration_ms }) => {
-                let p = map(x, y)?;
-                TacticalReply::Act(Action::MovePointer {
-                    x: p.x,
-                    y: p.y,
-                    duration_ms,
-                })
-            }
-            TacticalReply::Act(Action::Scroll {
-                x: Some(x),
-                y: Some(y),
-                dy,
-                dx,
-            }) => {
-                let p = map(x, y)?;
-                TacticalReply::Act(Action::Scroll {
-                    x: Some(p.x),
-                    y: Some(p.y),
-                    dy,
-                    dx,
-                })
-            }
-            other => other,
-        })
-    }
-}
-
-/// The header of the cheap pass's text block.
-pub fn cheap_prompt_text(cheap: &Observation) -> String {
-    format!(
-        "Stage 1 of 2 (localise): the whole frame downscaled to {}x{}. Answer only the point {{x, y}} in \
-         this downscaled frame where the target of your next action is; stage 2 shows that region magnified.\n{}",
-        cheap.frame_size.w,
-        cheap.frame_size.h,
-        cheap.to_text()
-    )
 }
 
 /// What the tactical tick already knows about the whole frame.
@@ -259,8 +165,9 @@ pub fn magnify(view: &FrameView<'_>, region: Rect, size: Size, at: MonoTime) -> 
 mod tests {
     use super::*;
     use gamepilot_context::TacticalReply;
-    use gamepilot_core::action::MouseButton;
+    use gamepilot_core::action::{Action, MouseButton};
     use gamepilot_ocr::default_engine;
+    use gamepilot_session::tactical::reply_to_capture;
     use gamepilot_vision::Ocr;
     use serde_json::Value;
     use std::path::PathBuf;
@@ -418,13 +325,13 @@ mod tests {
         // FR-GND-005, INV-GND-002: a click in the magnified crop becomes the capture point under it
         let cv = sample_view();
         assert_eq!(cv.size().w, cv.crop.region.w * 2);
-        let r = cv
-            .reply_to_capture(TacticalReply::Act(Action::Click {
-                x: 0,
-                y: 0,
-                button: MouseButton::Left,
-            }))
-            .unwrap();
+        let to_capture = |r| reply_to_capture(&cv.crop, cv.size(), r);
+        let r = to_capture(TacticalReply::Act(Action::Click {
+            x: 0,
+            y: 0,
+            button: MouseButton::Left,
+        }))
+        .unwrap();
         assert_eq!(
             r,
             TacticalReply::Act(Action::Click {
@@ -433,19 +340,18 @@ mod tests {
                 button: MouseButton::Left
             })
         );
-        let outside = cv.reply_to_capture(TacticalReply::Act(Action::Click {
+        let outside = to_capture(TacticalReply::Act(Action::Click {
             x: cv.size().w as i32,
             y: 0,
             button: MouseButton::Left,
         }));
         assert!(outside.is_err());
         let key = TacticalReply::Act(Action::Key { key: "space".into() });
-        assert_eq!(cv.reply_to_capture(key.clone()).unwrap(), key);
+        assert_eq!(to_capture(key.clone()).unwrap(), key);
         let mark = TacticalReply::ClickMark {
             mark: ElementId(3),
             button: MouseButton::Left,
         };
-        assert_eq!(cv.reply_to_capture(mark.clone()).unwrap(), mark);
-        assert!(cv.prompt_text().starts_with("Stage 2 of 2"));
+        assert_eq!(to_capture(mark.clone()).unwrap(), mark);
     }
 }

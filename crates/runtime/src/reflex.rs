@@ -172,12 +172,12 @@ pub fn run(
     setup: ReflexSetup,
     guardian: GuardianHandle,
     rx: Receiver<ReflexCommand>,
-    tx: SyncSender<Input>,
+    tx: SyncSender<crate::worker::Inbox>,
 ) -> Result<(), RuntimeError> {
     // Never blocks the tick: a full queue (the loop is hung) drops the report and counts it.
     let dropped = std::cell::Cell::new(0u64);
     let send = |m: Input| {
-        if let Err(std::sync::mpsc::TrySendError::Full(_)) = tx.try_send(m) {
+        if let Err(std::sync::mpsc::TrySendError::Full(_)) = tx.try_send(crate::worker::Inbox::Reflex(m)) {
             dropped.set(dropped.get() + 1);
             if dropped.get() == 1 {
                 eprintln!("reflex: the loop is not reading its reports; dropping them (counted)");

@@ -1,55 +1,59 @@
-//! The tactical cadence of `gamepilot run`: observe (full frame on demand, OCR, elements, marks), assemble
-//! the context, build this tick's output schema from the marks present now (FR-MODEL-003, FR-GND-003),
-//! call the model, and hand back one schema-checked reply. Runs on its own thread. A two-stage tick makes
-//! a cheap localising call over the downscaled frame first, then the acting call on the crop (FR-GND-005).
+//! The tactical cadence's thread: transport for the session's two-phase tick. On a job it captures the
+//! frame (with the game's own popups and dialogs), perceives it (OCR, elements, marks, the accessibility
+//! tree, FR-PERC-010) and reports the perception; on a call it attaches the picture the call names at
+//! the size the session chose, sends the session's prompt with its schema (FR-MODEL-003), and reads the
+//! reply as the call says; for a two-stage tick it perceives the region around the localising point
+//! (FR-GND-005). What the model reads, and every prompt, is the session's (`gamepilot_session::tactical`).
 
 use crate::now;
 use crate::refine;
+use crate::worker::Inbox;
 use crate::RuntimeError;
-use gamepilot_context::{
-    localise_schema, parse_localise, tactical_schema, tactical_schema_with_targets, ImagePart,
-    ObservationText, SchemaLimits, TacticalReply, ToolSet,
-};
-use gamepilot_core::{CoordConvention, CoordSpace, ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
+use gamepilot_context::Prompt;
+use gamepilot_core::{Frame, FrameView, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient, ModelError};
+use gamepilot_session::tactical::{read_reply, Read};
 use gamepilot_session::{
-    observation_for_model, FailureKind, ModelReply, TacticalFailure, TacticalJob, TacticalOutcome,
+    CropPerception, FailureKind, Input, ModelAnswer, ModelCall, ModelReply, PerceiveCrop, Perception,
+    Picture, Reading, TacticalFailure, TacticalJob,
 };
-use gamepilot_vision::{MarkRenderer, Observation, Ocr, Perceiver, Thumb};
+use gamepilot_vision::{MarkRenderer, Observation, Ocr, Perceiver, TextLine, Thumb};
 use gamepilot_x11::{WindowCapturer, X11};
 use std::sync::mpsc::{Receiver, SyncSender};
 
-/// One tactical tick's request from the loop thread: the session's job.
-pub struct TacticalRequest {
-    pub job: TacticalJob,
+/// What the session's loop asks of the tactical thread.
+pub enum TacticalRequest {
+    /// Capture and perceive a tick's frame.
+    Perceive(Box<TacticalJob>),
+    /// Make one model call of the tick just perceived.
+    Call(Box<ModelCall>),
+    /// Perceive the region around a two-stage tick's localising point.
+    Crop(PerceiveCrop),
 }
 
-/// What a tactical tick produced: the session's typed outcome, and what the recording keeps of it.
-pub struct TacticalResult {
-    pub outcome: TacticalOutcome,
-    /// The frame the tick observed and its marked version (for the recording); `None` when capture failed.
-    pub frame: Option<Frame>,
-    pub marked: Option<image::RgbaImage>,
-    pub prompt_json: serde_json::Value,
-    pub prefix_bytes: u64,
-    pub schema: serde_json::Value,
-    /// Present when the tick grounded in two stages (FR-GND-005).
-    pub refinement: Option<Refinement>,
+/// What the tactical thread reports: the session's input, and what the recording keeps beside it.
+pub struct TacticalReport {
+    pub input: Input,
+    pub keep: Kept,
 }
 
-impl TacticalResult {
-    /// The result of a tick that captured `frame`, before any model call is recorded into it.
-    fn seen(outcome: TacticalOutcome, frame: Frame, marked: Option<image::RgbaImage>) -> TacticalResult {
-        TacticalResult {
-            outcome,
-            frame: Some(frame),
-            marked,
-            prompt_json: serde_json::Value::Null,
-            prefix_bytes: 0,
-            schema: serde_json::Value::Null,
-            refinement: None,
-        }
-    }
+/// What the recording keeps of a report (the session never reads it back).
+pub enum Kept {
+    /// The frame a tick perceived and its marked version.
+    Frame {
+        frame: Option<Frame>,
+        marked: Option<image::RgbaImage>,
+    },
+    /// A call as sent (the request body, the schema, the system prompt's bytes) and its reply's text.
+    Call {
+        reading: Reading,
+        prompt_json: serde_json::Value,
+        prefix_bytes: u64,
+        schema: serde_json::Value,
+        reply_text: String,
+    },
+    /// A two-stage tick's region with its marks.
+    Crop { marked: Option<image::RgbaImage> },
 }
 
 pub struct TacticalSetup {
@@ -60,7 +64,6 @@ pub struct TacticalSetup {
     pub window: u32,
     pub client: HostClient,
     pub model_name: String,
-    pub limits: SchemaLimits,
     pub max_tokens: u32,
 }
 
@@ -86,7 +89,7 @@ pub fn failure_of(e: &ModelError, latency_ms: f64) -> TacticalFailure {
     }
 }
 
-fn other_failure(kind: FailureKind, message: String) -> TacticalFailure {
+fn failure(kind: FailureKind, message: String) -> TacticalFailure {
     TacticalFailure {
         kind,
         message,
@@ -101,340 +104,358 @@ fn mark_font() -> Option<MarkRenderer> {
         .and_then(|b| MarkRenderer::from_font_bytes(b).ok())
 }
 
-/// Serve tactical requests until the channel closes or `cancel` is set.
+/// How far a perceive-only tick looks for each element of the frame before (a 300 ms probe hold at
+/// 200 px/s moves the practice game's world 60 px).
+const PROBE_SEARCH_PX: u32 = 90;
+
+/// The tick being served: its frame and what perception made of it, kept for its calls and its crop.
+struct Served {
+    tick: u64,
+    started: MonoTime,
+    frame: Frame,
+    marked: Option<image::RgbaImage>,
+    texts: Vec<TextLine>,
+    observation: Observation,
+    /// A two-stage tick's region and its marked picture, once perceived.
+    crop: Option<(refine::CropView, Option<image::RgbaImage>)>,
+}
+
+/// The tactical thread's state between requests.
+struct Tactical {
+    setup: TacticalSetup,
+    x: X11,
+    capturer: WindowCapturer,
+    perceiver: Perceiver,
+    ocr: gamepilot_ocr::OcrEngine,
+    marks: Option<MarkRenderer>,
+    a11y: AccessibilityFeed,
+    /// The previous tick's frame and element boxes: a perceive-only tick measures how they moved.
+    previous: Option<(Frame, Vec<gamepilot_core::Rect>)>,
+    /// The game's dialogs asked to move over its window, each once.
+    moved: Vec<u32>,
+    served: Option<Served>,
+}
+
+/// Serve the session's tactical requests until the channel closes or `cancel` is set.
 pub fn run(
     setup: TacticalSetup,
     rx: Receiver<TacticalRequest>,
-    tx: SyncSender<TacticalResult>,
+    tx: SyncSender<Inbox>,
     cancel: CancelToken,
 ) -> Result<(), RuntimeError> {
     let x = X11::connect(setup.display.as_deref())?;
-    let mut capturer = WindowCapturer::new(&x, setup.window)?;
+    let capturer = WindowCapturer::new(&x, setup.window)?;
     let mut perceiver = Perceiver::new();
     perceiver.atlas = setup.templates.clone();
     // No OCR, no screen text: the destructive-action hold would never see a dialogue (FR-SAFE-005), so the
     // thread ends, named, rather than perceive without it.
-    let mut ocr = gamepilot_ocr::default_engine()?;
-    let marks = mark_font();
+    let ocr = gamepilot_ocr::default_engine()?;
     let a11y = AccessibilityFeed::start(setup.window);
-    // The previous tick's frame and element boxes: a perceive-only tick measures how they moved.
-    let mut previous: Option<(Frame, Vec<gamepilot_core::Rect>)> = None;
-    // The game's dialogs asked to move over its window, each once.
-    let mut moved: Vec<u32> = Vec::new();
-    while let Ok(TacticalRequest { job: req }) = rx.recv() {
+    let mut t = Tactical {
+        setup,
+        x,
+        capturer,
+        perceiver,
+        ocr,
+        marks: mark_font(),
+        a11y,
+        previous: None,
+        moved: Vec::new(),
+        served: None,
+    };
+    while let Ok(request) = rx.recv() {
         if cancel.is_cancelled() {
             break;
         }
+        let report = match request {
+            TacticalRequest::Perceive(job) => t.perceive(&job),
+            TacticalRequest::Call(call) => t.call(*call, &cancel),
+            TacticalRequest::Crop(c) => t.crop(&c),
+        };
+        if tx.send(Inbox::Tactical(Box::new(report))).is_err() {
+            break;
+        }
+    }
+    t.capturer.close(&t.x);
+    Ok(())
+}
+
+/// The report of a tick that could not go on: the session ends the tick with this failure.
+fn failed(tick: u64, f: TacticalFailure) -> TacticalReport {
+    TacticalReport {
+        input: Input::Replied { tick, answer: Err(f) },
+        keep: Kept::Frame {
+            frame: None,
+            marked: None,
+        },
+    }
+}
+
+impl Tactical {
+    /// Capture and perceive the tick's frame.
+    fn perceive(&mut self, job: &TacticalJob) -> TacticalReport {
+        self.served = None;
         // A dialog of the game placed away from its window is outside capture space: the window manager
         // is asked to move it over the game, where the agent (and the person watching) sees it.
-        for d in x.stray_dialogs(setup.window).unwrap_or_default() {
-            if !moved.contains(&d) && x.centre_over(d, setup.window).is_ok() {
-                moved.push(d);
+        let window = self.setup.window;
+        for d in self.x.stray_dialogs(window).unwrap_or_default() {
+            if !self.moved.contains(&d) && self.x.centre_over(d, window).is_ok() {
+                self.moved.push(d);
                 crate::say!(
                     "moved the game's dialog \"{}\" (0x{d:x}) over its window, where capture sees it",
-                    x.window_title(d)
+                    self.x.window_title(d)
                 );
             }
         }
         let started = now();
         // A capture error is this tick's failure, never the thread's end: the session hears of it and the
         // next tick captures again.
-        let frame = match capturer.capture(&x, started) {
+        let frame = match self.capturer.capture(&self.x, started) {
             Ok(f) => f,
             Err(e) => {
-                let failed = perception_failed(req.tick, started, &format!("capture failed: {e}"));
-                if tx.send(failed).is_err() {
-                    break;
+                if let Ok(c) = WindowCapturer::new(&self.x, window) {
+                    std::mem::replace(&mut self.capturer, c).close(&self.x);
                 }
-                capturer = match WindowCapturer::new(&x, setup.window) {
-                    Ok(c) => c,
-                    Err(_) => continue,
-                };
-                continue;
+                return failed(
+                    job.tick,
+                    failure(FailureKind::Perception, format!("capture failed: {e}")),
+                );
             }
         };
         let view = frame.view();
-        let class = perceiver.classify_thumb(Thumb::from_view(&view, 160)).class;
+        let class = self.perceiver.classify_thumb(Thumb::from_view(&view, 160)).class;
         // A recognition that fails is this tick's named failure: acting on a screen read as empty could
         // answer a dialogue nobody read.
-        let texts = match ocr.recognize(&view, view.bounds()) {
+        let texts = match self.ocr.recognize(&view, view.bounds()) {
             Ok(texts) => texts,
             Err(e) => {
-                let failed = perception_failed(req.tick, started, &format!("OCR failed: {e}"));
-                if tx.send(failed).is_err() {
-                    break;
-                }
-                continue;
+                return failed(
+                    job.tick,
+                    failure(FailureKind::Perception, format!("OCR failed: {e}")),
+                )
             }
         };
         // FR-PERC-010: the accessibility tree's elements, where the target exposes one, replace the visual
         // boxes of the same elements; the probe runs on its own thread and this tick waits for it at most
         // its bound (never the reflex).
-        let tree = a11y.candidates(&x, Size::new(frame.width, frame.height));
-        let mut observation = perceiver.observe_with_accessibility(&view, started, class, &texts, &tree);
-        observation.place_layers(&capturer.layers());
-        let marked = marks.as_ref().map(|m| m.render(&view, &observation.elements).0);
-        let present: Vec<ElementId> = observation
-            .elements
-            .iter()
-            .map(|e| e.id)
-            .filter(|id| !req.excluded_marks.contains(id))
-            .collect();
-        // What the model reads: goal words first, then (avatar known) places nearest it.
-        let order = gamepilot_session::relevance::model_order(&observation, &req.focus, req.avatar.as_ref());
-        let move_targets: Vec<ElementId> = req
-            .avatar
+        let tree = self
+            .a11y
+            .candidates(&self.x, Size::new(frame.width, frame.height));
+        let mut observation = self
+            .perceiver
+            .observe_with_accessibility(&view, started, class, &texts, &tree);
+        observation.place_layers(&self.capturer.layers());
+        let marked = self
+            .marks
             .as_ref()
-            .map(|a| gamepilot_session::selfid::move_targets(&observation, a))
-            .unwrap_or_default();
-        let mut listing = observation.to_text_listing(&order, req.observation_max_elements);
-        if let Some(line) = &req.sensors {
-            listing = format!("{listing}{line}\n");
-        }
-        let observation_text = observation_for_model(&listing, req.health, req.observation_max_bytes);
+            .map(|m| m.render(&view, &observation.elements).0);
         // The frame (3.7 MB at 1280x720) is copied only while self-identification may still probe.
-        let before = if req.keep_frame {
+        let before = if job.keep_frame {
             let mut boxes: Vec<gamepilot_core::Rect> = observation.elements.iter().map(|e| e.bbox).collect();
             boxes.push(gamepilot_vision::track::view_centre_box(observation.frame_size));
-            previous.replace((frame.clone(), boxes))
+            self.previous.replace((frame.clone(), boxes))
         } else {
-            previous.take()
+            self.previous.take()
         };
-        // The subgoal names the one element labelled so: the session clicks it without a model call.
-        let direct = req.direct.as_deref().and_then(|name| {
-            gamepilot_session::direct::direct_target(&observation, name, &req.excluded_marks)
+        // Self-identification's frame after a probe hold: each element of the previous frame searched for
+        // nearby in this one.
+        let moves = match (&before, job.perceive_only) {
+            (Some((f, b)), true) if f.width == frame.width && f.height == frame.height => {
+                gamepilot_vision::track::moves(&f.view(), b, &view, PROBE_SEARCH_PX)
+            }
+            _ => Vec::new(),
+        };
+        let perception = Perception {
+            tick: job.tick,
+            started,
+            observation: observation.clone(),
+            moves,
+        };
+        self.served = Some(Served {
+            tick: job.tick,
+            started,
+            frame: frame.clone(),
+            marked: marked.clone(),
+            texts,
+            observation,
+            crop: None,
         });
-        if req.perceive_only || direct.is_some() {
-            // Self-identification's frame after a probe hold (or a subgoal grounded directly): perceived,
-            // no model call; each element of the previous frame searched for nearby in this one.
-            let moves = match &before {
-                Some((f, b)) if f.width == frame.width && f.height == frame.height => {
-                    gamepilot_vision::track::moves(&f.view(), b, &view, PROBE_SEARCH_PX)
-                }
-                _ => Vec::new(),
-            };
-            let outcome = TacticalOutcome {
-                tick: req.tick,
-                started,
-                observation,
-                observation_text,
-                crop: None,
-                reply: Err(TacticalFailure {
-                    kind: FailureKind::NotAsked,
-                    message: match direct {
-                        Some(mark) => format!("the subgoal names mark {mark}'s label: no model call"),
-                        None => "perceive-only tick".into(),
-                    },
-                    latency_ms: 0.0,
-                }),
-                moves,
-                tail: None,
-            };
-            if tx.send(TacticalResult::seen(outcome, frame, marked)).is_err() {
-                break;
-            }
-            continue;
-        }
-        let tools = &ToolSet::new(&req.tools)?;
-        let call = |text: String, image: Option<ImagePart>, schema: &serde_json::Value| -> ModelCall {
-            let (prompt, tail) = req
-                .context
-                .assemble_tactical(&ObservationText::new(started, text), image);
-            let prefix_bytes = prompt
-                .messages
-                .first()
-                .map(|m| m.joined_text().len() as u64)
-                .unwrap_or(0);
-            let chat = ChatRequest::from_prompt(&setup.model_name, &prompt, setup.max_tokens);
-            ModelCall {
-                tail,
-                prompt_json: chat.body_for(setup.client.kind()),
-                prefix_bytes,
-                reply: setup.client.chat_structured(&chat, schema, &cancel),
-            }
-        };
-        let image_of = |src: Option<&image::RgbaImage>, fallback: &FrameView<'_>, pixels: u64| {
-            let f = src.and_then(|m| Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), started));
-            let v = f.as_ref().map(|f| f.view()).unwrap_or(*fallback);
-            gamepilot_model::budget::encode_for_budget(&v, pixels).ok()
-        };
-        let mut refinement = None;
-        let capture = Size::new(frame.width, frame.height);
-        // The two-stage path maps its crop's coordinates itself; a single call answers in `space`.
-        let mut space = CoordSpace::capture(capture);
-        let mut model_observation_text = None;
-        let outcome: Result<(serde_json::Value, ModelCall), TacticalFailure> = if req.two_stage {
-            // FR-GND-005: the cheap pass localises over the whole frame downscaled (a quarter of the
-            // visual budget), the expensive pass acts on the magnified crop around its point.
-            let cheap = refine::cheap_size(view.size());
-            let cheap_obs = refine::cheap_observation(&observation, cheap);
-            (|| {
-                let loc_schema =
-                    localise_schema(cheap).map_err(|e| other_failure(FailureKind::Host, e.to_string()))?;
-                let image = req
-                    .with_image
-                    .then(|| image_of(marked.as_ref(), &view, req.visual_pixels / 4))
-                    .flatten();
-                let first = call(refine::cheap_prompt_text(&cheap_obs), image, &loc_schema);
-                let (point, first_text) = match &first.reply {
-                    Ok(r) => (
-                        parse_localise(&r.value, &loc_schema).map_err(|e| {
-                            other_failure(FailureKind::SchemaBroken, format!("localise pass: {e}"))
-                        })?,
-                        r.reply.content.clone(),
-                    ),
-                    Err(e) => {
-                        let mut f = failure_of(e, 0.0);
-                        f.message = format!("localise pass: {}", f.message);
-                        return Err(f);
-                    }
-                };
-                let excluded: Vec<Rect> = req
-                    .excluded_marks
-                    .iter()
-                    .filter_map(|id| observation.element(*id).map(|e| e.bbox))
-                    .collect();
-                let whole = refine::WholeFrame {
-                    view,
-                    lines: &texts,
-                    observation: &observation,
-                };
-                let cv = refine::observe_crop(
-                    &whole,
-                    point,
-                    cheap,
-                    req.visual_pixels,
-                    &mut ocr,
-                    &excluded,
-                    started,
-                )
-                .map_err(|e| other_failure(FailureKind::Perception, e))?;
-                let crop_marks: Vec<ElementId> = cv.in_crop.elements.iter().map(|e| e.id).collect();
-                let schema = tactical_schema(tools, &crop_marks, cv.size(), &setup.limits)
-                    .map_err(|e| other_failure(FailureKind::Host, e.to_string()))?;
-                let crop_marked = marks
-                    .as_ref()
-                    .map(|m| m.render(&cv.frame.view(), &cv.in_crop.elements).0);
-                let image = req
-                    .with_image
-                    .then(|| image_of(crop_marked.as_ref(), &cv.frame.view(), req.visual_pixels))
-                    .flatten();
-                let second = call(cv.prompt_text(), image, &schema);
-                refinement = Some(Refinement {
-                    crop: cv.crop.region,
-                    cheap_point: point,
-                    cheap_size: cheap,
-                    expensive_size: cv.size(),
-                    localise_prompt_json: first.prompt_json,
-                    localise_schema: loc_schema,
-                    localise_reply: first_text,
-                    localise_timings: first.reply.ok().map(|r| r.reply.timings),
-                    marked_crop: crop_marked,
-                    crop_view: cv,
-                });
-                Ok((schema, second))
-            })()
-        } else {
-            // The image is encoded first, at the visual budget; a model that sees it answers in
-            // its family's convention over the image actually sent, and the observation's boxes are written
-            // in the same numbers.
-            let image = req
-                .with_image
-                .then(|| image_of(marked.as_ref(), &view, req.visual_pixels))
-                .flatten();
-            if let Some(img) = &image {
-                space = CoordSpace::new(req.coords, Size::new(img.width, img.height), capture);
-            }
-            let text = if space.convention == CoordConvention::CapturePixels {
-                observation_text.clone()
-            } else {
-                let scaled = refine::cheap_observation(&observation, space.text_size());
-                let t = observation_for_model(
-                    &format!(
-                        "{}\n{}",
-                        space.describe(),
-                        scaled.to_text_listing(&order, req.observation_max_elements)
-                    ),
-                    req.health,
-                    req.observation_max_bytes,
-                );
-                model_observation_text = Some(t.clone());
-                t
-            };
-            tactical_schema_with_targets(tools, &present, &move_targets, &space, &setup.limits)
-                .map_err(|e| other_failure(FailureKind::Host, e.to_string()))
-                .map(|schema| {
-                    let c = call(text, image, &schema);
-                    (schema, c)
-                })
-        };
-        let mut result = TacticalResult::seen(
-            TacticalOutcome {
-                tick: req.tick,
-                started,
-                observation,
-                observation_text: model_observation_text.unwrap_or(observation_text),
-                crop: None,
-                reply: Err(other_failure(FailureKind::Host, String::new())),
-                moves: Vec::new(),
-                tail: None,
+        TacticalReport {
+            input: Input::Perceived(Box::new(perception)),
+            keep: Kept::Frame {
+                frame: Some(frame),
+                marked,
             },
-            frame,
-            marked,
-        );
-        let localise = refinement
-            .as_ref()
-            .and_then(|rf| rf.localise_timings.as_ref())
-            .map(|t| {
-                (
-                    t.wall_ms,
-                    t.prompt_tokens.unwrap_or(0),
-                    t.completion_tokens.unwrap_or(0),
-                    t.cached_tokens.unwrap_or(0),
-                )
-            })
-            .unwrap_or_default();
-        result.outcome.reply = match outcome {
-            Err(e) => Err(e),
-            Ok((schema, c)) => {
-                result.prompt_json = c.prompt_json;
-                result.prefix_bytes = c.prefix_bytes;
-                result.outcome.tail = Some(c.tail);
-                let reply = match c.reply {
-                    Err(e) => Err(failure_of(&e, localise.0)),
-                    Ok(r) => {
-                        let t = &r.reply.timings;
-                        let parsed = TacticalReply::parse_in(&r.value, &schema, &space)
-                            .map_err(|e| other_failure(FailureKind::SchemaBroken, e.to_string()));
-                        let parsed = match (&refinement, parsed) {
-                            (Some(rf), Ok(p)) => rf
-                                .crop_view
-                                .reply_to_capture(p)
-                                .map_err(|e| other_failure(FailureKind::SchemaBroken, e)),
-                            (_, p) => p,
-                        };
-                        parsed.map(|reply| ModelReply {
-                            reply,
-                            text: r.reply.content.clone(),
-                            latency_ms: t.wall_ms + localise.0,
-                            tokens_in: t.prompt_tokens.unwrap_or(0) + localise.1,
-                            tokens_out: t.completion_tokens.unwrap_or(0) + localise.2,
-                            cached_tokens: t.cached_tokens.unwrap_or(0) + localise.3,
-                        })
-                    }
-                };
-                result.schema = schema;
-                reply
-            }
-        };
-        result.outcome.crop = refinement.as_ref().map(|rf| rf.crop_view.in_capture.clone());
-        result.refinement = refinement;
-        if tx.send(result).is_err() {
-            break;
         }
     }
-    capturer.close(&x);
-    Ok(())
+
+    /// The picture a call names, encoded at exactly the size the session chose.
+    fn picture(
+        &self,
+        wanted: &gamepilot_session::ImageWanted,
+    ) -> Result<gamepilot_context::ImagePart, String> {
+        let size = wanted.size;
+        let served = self
+            .served
+            .as_ref()
+            .ok_or("no frame was perceived for this call")?;
+        let (marked, plain) = match wanted.picture {
+            Picture::Frame => (served.marked.as_ref(), &served.frame),
+            Picture::Crop => {
+                let (cv, marked) = served
+                    .crop
+                    .as_ref()
+                    .ok_or("no region was perceived for this call")?;
+                (marked.as_ref(), &cv.frame)
+            }
+        };
+        let marked =
+            marked.and_then(|m| Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), served.started));
+        let view: FrameView<'_> = marked.as_ref().map(|f| f.view()).unwrap_or(plain.view());
+        let image =
+            gamepilot_model::budget::encode_for_budget(&view, wanted.pixels).map_err(|e| e.to_string())?;
+        if (image.width, image.height) != (size.w, size.h) {
+            return Err(format!(
+                "the picture came out {}x{}, not the {}x{} the call was composed for",
+                image.width, image.height, size.w, size.h
+            ));
+        }
+        Ok(image)
+    }
+
+    /// Make one of the session's calls and read its reply as the call says.
+    fn call(&mut self, call: ModelCall, cancel: &CancelToken) -> TacticalReport {
+        let ModelCall {
+            tick,
+            mut prompt,
+            schema,
+            image,
+            reading,
+        } = call;
+        let keep = |prompt_json, prefix_bytes, reply_text| Kept::Call {
+            reading,
+            prompt_json,
+            prefix_bytes,
+            schema: schema.clone(),
+            reply_text,
+        };
+        if let Some(wanted) = image {
+            match self.picture(&wanted) {
+                Ok(part) => attach(&mut prompt, part),
+                Err(e) => {
+                    return TacticalReport {
+                        input: Input::Replied {
+                            tick,
+                            answer: Err(failure(
+                                FailureKind::Perception,
+                                format!("the call's picture: {e}"),
+                            )),
+                        },
+                        keep: keep(serde_json::Value::Null, 0, String::new()),
+                    }
+                }
+            }
+        }
+        let prefix_bytes = prompt
+            .messages
+            .first()
+            .map(|m| m.joined_text().len() as u64)
+            .unwrap_or(0);
+        let chat = ChatRequest::from_prompt(&self.setup.model_name, &prompt, self.setup.max_tokens);
+        let prompt_json = chat.body_for(self.setup.client.kind());
+        let answer = match self.setup.client.chat_structured(&chat, &schema, cancel) {
+            Err(e) => Err(failure_of(&e, 0.0)),
+            Ok(r) => {
+                let t = &r.reply.timings;
+                let figures = ModelReply {
+                    reply: gamepilot_context::TacticalReply::Note { text: String::new() },
+                    text: r.reply.content.clone(),
+                    latency_ms: t.wall_ms,
+                    tokens_in: t.prompt_tokens.unwrap_or(0),
+                    tokens_out: t.completion_tokens.unwrap_or(0),
+                    cached_tokens: t.cached_tokens.unwrap_or(0),
+                };
+                match read_reply(&r.value, &schema, &reading) {
+                    Ok(Read::Act(reply)) => Ok(ModelAnswer::Act(ModelReply { reply, ..figures })),
+                    Ok(Read::Point(point)) => Ok(ModelAnswer::Localised { point, figures }),
+                    Err(e) => Err(TacticalFailure {
+                        kind: FailureKind::SchemaBroken,
+                        message: e,
+                        latency_ms: figures.latency_ms,
+                    }),
+                }
+            }
+        };
+        let reply_text = match &answer {
+            Ok(ModelAnswer::Act(m)) => m.text.clone(),
+            Ok(ModelAnswer::Localised { point, figures }) => {
+                format!("{} -> point [{}, {}]", figures.text, point.x, point.y)
+            }
+            Err(f) => format!("error ({:?}): {}", f.kind, f.message),
+        };
+        TacticalReport {
+            input: Input::Replied { tick, answer },
+            keep: keep(prompt_json, prefix_bytes, reply_text),
+        }
+    }
+
+    /// Perceive the region around a two-stage tick's localising point.
+    fn crop(&mut self, c: &PerceiveCrop) -> TacticalReport {
+        let Some(served) = self.served.as_mut().filter(|s| s.tick == c.tick) else {
+            return failed(
+                c.tick,
+                failure(
+                    FailureKind::Perception,
+                    "no frame was perceived for this crop".into(),
+                ),
+            );
+        };
+        let whole = refine::WholeFrame {
+            view: served.frame.view(),
+            lines: &served.texts,
+            observation: &served.observation,
+        };
+        let cv = match refine::observe_crop(
+            &whole,
+            c.point,
+            c.cheap,
+            c.pixels,
+            &mut self.ocr,
+            &c.excluded,
+            served.started,
+        ) {
+            Ok(cv) => cv,
+            Err(e) => return failed(c.tick, failure(FailureKind::Perception, e)),
+        };
+        let marked = self
+            .marks
+            .as_ref()
+            .map(|m| m.render(&cv.frame.view(), &cv.in_crop.elements).0);
+        let perception = CropPerception {
+            tick: c.tick,
+            crop: cv.crop,
+            size: cv.size(),
+            in_crop: cv.in_crop.clone(),
+            in_capture: cv.in_capture.clone(),
+        };
+        served.crop = Some((cv, marked.clone()));
+        TacticalReport {
+            input: Input::CropPerceived(Box::new(perception)),
+            keep: Kept::Crop { marked },
+        }
+    }
+}
+
+/// The picture into the place the session's prompt held for it.
+fn attach(prompt: &mut Prompt, image: gamepilot_context::ImagePart) {
+    for m in prompt.messages.iter_mut() {
+        for p in m.parts.iter_mut() {
+            if let gamepilot_context::Part::Image { image: held } = p {
+                *held = image;
+                return;
+            }
+        }
+    }
 }
 
 /// The accessibility probe of the target window, fed from the tactical thread (FR-PERC-010).
@@ -486,117 +507,4 @@ impl AccessibilityFeed {
             _ => Vec::new(),
         }
     }
-}
-
-/// One model call of a tactical tick.
-struct ModelCall {
-    /// The prompt's tail, committed to the session's context with the outcome.
-    tail: gamepilot_context::TacticalTail,
-    prompt_json: serde_json::Value,
-    prefix_bytes: u64,
-    reply: Result<gamepilot_model::StructuredReply, ModelError>,
-}
-
-/// The cheap pass and the crop of a two-stage tick (FR-GND-005), for grounding and the recording.
-pub struct Refinement {
-    pub crop: Rect,
-    /// The cheap pass's answer, in the downscaled frame of `cheap_size`.
-    pub cheap_point: Point,
-    pub cheap_size: Size,
-    pub expensive_size: Size,
-    pub localise_prompt_json: serde_json::Value,
-    pub localise_schema: serde_json::Value,
-    pub localise_reply: String,
-    pub localise_timings: Option<gamepilot_model::CallTimings>,
-    /// The magnified crop with its marks (what a vision model was shown).
-    pub marked_crop: Option<image::RgbaImage>,
-    /// The crop's observation; `crop_view.in_capture` resolves the expensive pass's marks.
-    pub crop_view: refine::CropView,
-}
-
-/// How far a perceive-only tick looks for each element of the frame before (a 300 ms probe hold at
-/// 200 px/s moves the practice game's world 60 px).
-const PROBE_SEARCH_PX: u32 = 90;
-
-/// A tick whose capture failed: an empty observation that says so, and a perception failure.
-/// A tick whose perception failed (`detail` says how): no observation, a `Perception` failure for the session.
-fn perception_failed(tick: u64, started: MonoTime, detail: &str) -> TacticalResult {
-    let observation = Observation {
-        at: started,
-        frame_size: Size::new(0, 0),
-        class: gamepilot_vision::FrameChange::Unchanged,
-        texts: Vec::new(),
-        elements: Vec::new(),
-    };
-    TacticalResult {
-        outcome: TacticalOutcome {
-            tick,
-            started,
-            observation,
-            observation_text: format!("({detail})"),
-            crop: None,
-            reply: Err(other_failure(FailureKind::Perception, detail.to_string())),
-            moves: Vec::new(),
-            tail: None,
-        },
-        frame: None,
-        marked: None,
-        prompt_json: serde_json::Value::Null,
-        prefix_bytes: 0,
-        schema: serde_json::Value::Null,
-        refinement: None,
-    }
-}
-
-/// Record a two-stage tick's cheap pass and crop (FR-GND-005): the localising prompt and reply under the
-/// cadence `tactical_localise`, and the marked crop as a marked frame.
-pub fn record_refinement(
-    rec: &mut gamepilot_recording::Recorder,
-    t: MonoTime,
-    tick: u64,
-    rf: &Refinement,
-) -> Result<(), RuntimeError> {
-    use gamepilot_recording::Record;
-    if let Some(m) = rf.marked_crop.as_ref() {
-        if let Some(mf) = Frame::from_rgba(m.width(), m.height(), m.as_raw().clone(), t) {
-            rec.frame(t, &mf.view(), true, "crop")?;
-        }
-    }
-    rec.record(
-        t,
-        Record::Prompt {
-            cadence: "tactical_localise".into(),
-            call: tick,
-            prefix_bytes: 0,
-            messages: serde_json::json!({
-                "request": rf.localise_prompt_json,
-                "schema": rf.localise_schema,
-                "cheap_size": rf.cheap_size,
-                "crop": rf.crop,
-                "expensive_size": rf.expensive_size,
-                "crop_marks": rf.crop_view.in_capture.elements,
-            }),
-        },
-    )?;
-    let timings = rf.localise_timings.as_ref();
-    rec.record(
-        t,
-        Record::Reply {
-            cadence: "tactical_localise".into(),
-            call: tick,
-            latency_ms: timings.map(|t| t.wall_ms).unwrap_or(0.0),
-            tokens_in: timings.and_then(|t| t.prompt_tokens).unwrap_or(0),
-            tokens_out: timings.and_then(|t| t.completion_tokens).unwrap_or(0),
-            text: format!(
-                "{} -> point [{}, {}] of {}x{}, crop {:?}",
-                rf.localise_reply,
-                rf.cheap_point.x,
-                rf.cheap_point.y,
-                rf.cheap_size.w,
-                rf.cheap_size.h,
-                rf.crop
-            ),
-        },
-    )?;
-    Ok(())
 }

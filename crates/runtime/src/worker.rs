@@ -9,19 +9,26 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 
-/// The bounds of the session's channels (nothing grows over an hour). The loop drains every
-/// channel each 5 ms, so a full one means its reader is hung: the reflex then drops reports (counted, never
-/// blocks), the loop stops the session naming the worker.
-pub const REFLEX_REPORTS: usize = 4096;
+/// The bound of the loop's one inbox (nothing grows over an hour). The reflex never blocks on it: a full
+/// inbox means the loop is hung, and the reflex then drops its reports (counted). Other threads wait.
+pub const INBOX: usize = 4096;
 /// Commands to the reflex (submit, watch, cancel, pause, subgoal).
 pub const REFLEX_COMMANDS: usize = 256;
-/// Tactical jobs waiting (the session runs one at a time) and results waiting for the loop.
+/// Tactical jobs waiting (the session runs one at a time).
 pub const TACTICAL_JOBS: usize = 2;
-pub const TACTICAL_RESULTS: usize = 4;
-/// Deliberative results waiting (one thread per pass, a pass at a time).
-pub const DELIBERATIONS: usize = 8;
-/// Worker ends (one per worker).
-pub const WORKER_ENDS: usize = 16;
+
+/// Everything a thread tells the session's loop, on one channel: the loop blocks on it.
+pub enum Inbox {
+    /// A reflex report, already the session's input.
+    Reflex(gamepilot_session::Input),
+    /// The tactical thread's report (a perception, a model reply, a region) and what the recording keeps
+    /// of it.
+    Tactical(Box<crate::tactical::TacticalReport>),
+    /// A deliberative pass's plan and what the recording keeps of it.
+    Deliberation(Box<crate::deliberative::DeliberationResult>),
+    /// A worker thread ended, how and why.
+    Ended(WorkerEnd),
+}
 
 /// How a worker thread ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +69,7 @@ pub fn panic_text(p: &(dyn Any + Send)) -> String {
 
 /// Run `f` to its end and report how it ended on `ends` (a closed `ends` is not an error: the loop has
 /// gone and nobody is left to tell).
-pub fn run_reporting<F>(worker: Worker, ends: &SyncSender<WorkerEnd>, f: F)
+pub fn run_reporting<F>(worker: Worker, ends: &SyncSender<Inbox>, f: F)
 where
     F: FnOnce() -> Result<(), RuntimeError>,
 {
@@ -72,13 +79,13 @@ where
         Ok(Err(e)) => WorkerOutcome::Failed(e.to_string()),
         Err(p) => WorkerOutcome::Panicked(panic_text(p.as_ref())),
     };
-    let _ = ends.try_send(WorkerEnd { worker, outcome });
+    let _ = ends.try_send(Inbox::Ended(WorkerEnd { worker, outcome }));
 }
 
 /// Spawn `f` on a thread named `worker` that reports its end on `ends`.
 pub fn spawn_reporting<F>(
     worker: Worker,
-    ends: SyncSender<WorkerEnd>,
+    ends: SyncSender<Inbox>,
     f: F,
 ) -> Result<JoinHandle<()>, RuntimeError>
 where
@@ -148,7 +155,7 @@ mod tests {
     // Every way a worker ends is reported with its name
     #[test]
     fn a_worker_reports_finishing_failing_and_panicking() {
-        let (tx, rx) = sync_channel(WORKER_ENDS);
+        let (tx, rx) = sync_channel(INBOX);
         run_reporting(Worker::Reflex, &tx, || Ok(()));
         run_reporting(Worker::Tactical, &tx, || {
             Err(RuntimeError::WorkerStart("no reader".into()))
@@ -159,7 +166,13 @@ mod tests {
         })
         .unwrap();
         h.join().unwrap();
-        let ends: Vec<WorkerEnd> = rx.try_iter().collect();
+        let ends: Vec<WorkerEnd> = rx
+            .try_iter()
+            .filter_map(|m| match m {
+                Inbox::Ended(e) => Some(e),
+                _ => None,
+            })
+            .collect();
         assert_eq!(
             ends.iter()
                 .map(|e| (e.worker, e.outcome.clone()))

@@ -1,6 +1,7 @@
-//! What a session decides: typed effects for the wiring to carry out (reflex commands, cadence jobs,
-//! recording records, the stop). Serialisable for the recording; a job's context copy is represented by
-//! the fingerprint of the prompt it renders, so a replay diffs it without storing it.
+//! What a session decides: typed effects for the wiring to carry out (reflex commands, cadence jobs, the
+//! tactical tick's model calls, recording records, the stop). Serialisable for the recording: a replay
+//! diffs every effect, tactical prompts included; a deliberative job's context copy is represented by
+//! the fingerprint of the prompt it renders.
 
 use gamepilot_context::{CompactionEvent, Context, Tool};
 use gamepilot_core::action::{Action, Intention};
@@ -16,7 +17,14 @@ use std::fmt;
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
     Reflex(ReflexCommand),
+    /// Perceive a frame for a tactical tick; the perception comes back as [`crate::Input::Perceived`].
     StartTactical(Box<TacticalJob>),
+    /// Make one model call of the tactical tick in flight; the reply comes back as
+    /// [`crate::Input::Replied`].
+    CallModel(Box<crate::tactical::ModelCall>),
+    /// Perceive the region around a two-stage tick's localising point (FR-GND-005); it comes back as
+    /// [`crate::Input::CropPerceived`].
+    PerceiveCrop(PerceiveCrop),
     StartDeliberation(DeliberationJob),
     StartResearch(ResearchJob),
     /// Show the destructive-action hold to the user (overlay, terminal) and report the answer as
@@ -57,15 +65,24 @@ pub enum ReflexCommand {
     },
 }
 
-/// A tactical tick to run.
-#[derive(Clone, Serialize)]
+/// The region of a two-stage tick to perceive again: around `point` of the localising pass's downscaled
+/// frame of size `cheap`, shown within `pixels`; elements overlapping `excluded` (capture-space boxes of
+/// suppressed targets, FR-GND-007) left out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PerceiveCrop {
+    pub tick: u64,
+    pub point: gamepilot_core::Point,
+    pub cheap: gamepilot_core::Size,
+    pub pixels: u64,
+    pub excluded: Vec<Rect>,
+}
+
+/// A tactical tick: what the session plans for it when it starts. The tactical thread perceives the
+/// frame (it reads `tick`, `perceive_only` and `keep_frame`); the rest decides, once the perception is
+/// back, what the model is asked.
+#[derive(Debug, Clone, Serialize)]
 pub struct TacticalJob {
     pub tick: u64,
-    /// The session context (blocks 1–7) as of now; the tick adds its observation and image.
-    #[serde(skip)]
-    pub context: Box<Context>,
-    /// A hash of the tactical prompt this context renders over an empty observation (for replay).
-    pub context_fingerprint: u64,
     /// Marks grounding suppressed this tick (FR-GND-007).
     pub excluded_marks: Vec<ElementId>,
     /// The tools this tick offers (the grounding path narrows them, FR-GND-004).
@@ -113,18 +130,6 @@ pub struct TacticalJob {
 
 fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {
     *c == gamepilot_core::CoordConvention::CapturePixels
-}
-
-impl fmt::Debug for TacticalJob {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TacticalJob")
-            .field("tick", &self.tick)
-            .field("context_fingerprint", &self.context_fingerprint)
-            .field("excluded_marks", &self.excluded_marks)
-            .field("tools", &self.tools)
-            .field("two_stage", &self.two_stage)
-            .finish()
-    }
 }
 
 /// A deliberative pass to run.

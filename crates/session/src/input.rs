@@ -41,8 +41,15 @@ pub enum Input {
     WindowGone,
     /// The reflex thread ended (normally after a stop; otherwise the session stops with that reason).
     ReflexStopped(ReflexStats),
-    /// A tactical tick's result: what it observed and what the model replied.
-    Tactical(Box<TacticalOutcome>),
+    /// A tactical tick's perception of its frame.
+    Perceived(Box<crate::tactical::Perception>),
+    /// The reply to the tactical tick's model call, read as the call said, or why there is none.
+    Replied {
+        tick: u64,
+        answer: Result<crate::tactical::ModelAnswer, TacticalFailure>,
+    },
+    /// A two-stage tick's perception of the region around its localising point.
+    CropPerceived(Box<crate::tactical::CropPerception>),
     /// A deliberative pass's result.
     Plan(PlanOutcome),
     /// A research's result (untrusted excerpts, a note).
@@ -103,9 +110,9 @@ pub struct ReflexStats {
     pub events: u64,
 }
 
-/// A tactical tick's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TacticalOutcome {
+/// A tactical tick's result, once its perception and any model call are in.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TacticalOutcome {
     pub tick: u64,
     /// When the tick captured its frame.
     pub started: MonoTime,
@@ -113,16 +120,13 @@ pub struct TacticalOutcome {
     /// The observation as the model read it (already bounded by the job's limit).
     pub observation_text: String,
     /// A two-stage tick's crop observation, its marks in capture space (FR-GND-005).
-    #[serde(default)]
     pub crop: Option<Observation>,
     pub reply: Result<ModelReply, TacticalFailure>,
     /// A perceive-only tick's measure of how each element of the previous tick's observation moved by
     /// this frame (its pixels found again nearby; `None`: not found), for self-identification.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<Option<(f64, f64)>>,
     /// What the tactical prompt sent was made of, for the next one to extend (the host's cache state,
-    /// not agent memory; not recorded: a replay draws its own baselines).
-    #[serde(skip)]
+    /// not agent memory).
     pub tail: Option<gamepilot_context::TacticalTail>,
 }
 

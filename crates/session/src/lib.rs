@@ -14,14 +14,15 @@ pub mod safe_state;
 pub mod scene;
 pub mod selfid;
 mod session;
+pub mod tactical;
 
 pub use effect::{
-    ConfirmationJob, DeliberationJob, Effect, ReflexCommand, ResearchJob, SessionRecord, SessionStop,
-    TacticalJob,
+    ConfirmationJob, DeliberationJob, Effect, PerceiveCrop, ReflexCommand, ResearchJob, SessionRecord,
+    SessionStop, TacticalJob,
 };
 pub use input::{
     ConfirmationAnswer, DegradeStep, ExternalStop, FailureKind, HostRestart, Input, ModelReply, PlanOutcome,
-    ReflexReport, ReflexStats, ResearchFindings, TacticalFailure, TacticalOutcome,
+    ReflexReport, ReflexStats, ResearchFindings, TacticalFailure,
 };
 pub use scene::{scene_kind, SceneKind};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};
@@ -29,6 +30,7 @@ pub use session::{
     bound_text, fingerprint, observation_for_model, observation_signature, sensors_line, session_tools,
     tools_for_path, ReflexFeed, Session, SessionConfig, SessionNumbers, TOOLS,
 };
+pub use tactical::{CropPerception, ImageWanted, ModelAnswer, ModelCall, Perception, Picture, Reading};
 
 /// Why a session could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -11,14 +11,14 @@ use crate::effect::{
 };
 use crate::input::{
     ConfirmationAnswer, FailureKind, Input, ModelReply, PlanOutcome, ReflexReport, ReflexStats,
-    ResearchFindings, TacticalOutcome,
+    ResearchFindings, TacticalFailure, TacticalOutcome,
 };
 use crate::safe_state::{Begin, SafeState, ScreenPrint, Step as SafeStep};
 use crate::scene::{scene_kind, SceneKind};
 use crate::SessionError;
 use gamepilot_context::{
     Cadence, CompactionInput, Context, ContextConfig, HistoryEntry, ObservationText, PlanBlock as CtxPlan,
-    PlanStep, ResearchExcerpt, StepStatus, TacticalReply, Tool, ToolSet,
+    PlanStep, ResearchExcerpt, SchemaLimits, StepStatus, TacticalReply, Tool, ToolSet,
 };
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::{ElementId, FrameHealth, Interlock, MonoTime, Point, Rect, SubgoalId};
@@ -341,12 +341,30 @@ pub struct Session {
     probe_running: Option<ActionId>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 struct TacticalInFlight {
     tick: u64,
     generation: u64,
     /// The element the subgoal named when the tick started, and the marks it excluded.
     direct: Option<(String, Vec<ElementId>)>,
+    /// What the session planned for the tick when it started.
+    job: TacticalJob,
+    /// Once its frame is perceived: what the model is being asked about.
+    asking: Option<Asking>,
+}
+
+/// A tactical tick between its perception and its reply.
+#[derive(Debug, Clone)]
+struct Asking {
+    perception: crate::tactical::Perception,
+    /// The observation as the model reads it (already bounded by the tick's limit).
+    observation_text: String,
+    /// The prompt of the call in flight, for the next one to extend once its reply is in.
+    tail: Option<gamepilot_context::TacticalTail>,
+    /// A two-stage tick's region, in capture space, once perceived (its marks resolve the reply).
+    crop: Option<Observation>,
+    /// A two-stage tick's localising call: what it cost (added to the acting call's figures).
+    localised: Option<ModelReply>,
 }
 
 /// A refuted scene change within the settle window and a confirmed-without-progress streak this long
@@ -731,7 +749,9 @@ impl Session {
                     .get_or_insert_with(|| "the reflex thread ended".to_string());
                 self.feed(Event::UserStop, now, &mut out);
             }
-            Input::Tactical(t) => self.on_tactical(*t, now, &mut out),
+            Input::Perceived(p) => self.on_perceived(*p, now, &mut out),
+            Input::Replied { tick, answer } => self.on_replied(tick, answer, now, &mut out),
+            Input::CropPerceived(c) => self.on_crop_perceived(*c, now, &mut out),
             Input::Plan(p) => self.on_plan(p, now, &mut out),
             Input::Research(r) => self.on_research(r, now, &mut out),
             Input::Confirmation(a) => self.on_confirmation(a, now, &mut out),
@@ -1266,12 +1286,6 @@ impl Session {
             commands: commands.clone(),
         }));
         self.apply(commands, now, out);
-        let context_fingerprint = fingerprint(
-            &self
-                .context
-                .assemble(Cadence::Tactical, &ObservationText::new(now, ""), None)
-                .render(),
-        );
         let mut tools = tools_for_path(path, self.cfg.camera_calibrated);
         if self.selfid.avatar().is_some() {
             // With the avatar known, a place in the world is reached by steering, not by a
@@ -1299,15 +1313,8 @@ impl Session {
             }
             _ => None,
         };
-        self.tactical_in_flight = Some(TacticalInFlight {
+        let job = TacticalJob {
             tick: self.tactical_tick,
-            generation: self.generation,
-            direct: direct.clone().map(|d| (d, self.excluded.clone())),
-        });
-        out.push(Effect::StartTactical(Box::new(TacticalJob {
-            tick: self.tactical_tick,
-            context: Box::new(self.context.clone()),
-            context_fingerprint,
             excluded_marks: self.excluded.clone(),
             tools,
             path,
@@ -1330,9 +1337,17 @@ impl Session {
                 self.context.plan().subgoal.as_deref().unwrap_or(""),
             ),
             avatar: self.selfid.avatar().cloned(),
-            direct,
+            direct: direct.clone(),
             sensors: sensors_line(&self.numbers.sensors, &self.sensors_at_last_call),
-        })));
+        };
+        self.tactical_in_flight = Some(TacticalInFlight {
+            tick: self.tactical_tick,
+            generation: self.generation,
+            direct: direct.map(|d| (d, self.excluded.clone())),
+            job: job.clone(),
+            asking: None,
+        });
+        out.push(Effect::StartTactical(Box::new(job)));
         self.sensors_at_last_call = self.numbers.sensors.clone();
     }
 
@@ -1354,6 +1369,293 @@ impl Session {
             .compact(CompactionInput::default(), tokens_before, now);
         self.numbers.compactions += 1;
         out.push(Effect::Record(SessionRecord::Compaction(event)));
+    }
+
+    /// The tactical tick in flight when it is `tick`; otherwise a note that a late report was ignored.
+    fn tick_in_flight(
+        &mut self,
+        tick: u64,
+        what: &str,
+        out: &mut Vec<Effect>,
+    ) -> Option<&mut TacticalInFlight> {
+        if self.tactical_in_flight.as_ref().is_some_and(|f| f.tick == tick) {
+            return self.tactical_in_flight.as_mut();
+        }
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!("{what} for tick {tick} ignored: not the tick in flight"),
+        }));
+        None
+    }
+
+    /// A tick's frame is perceived: decide what the model reads (element order, `move_to` places, the
+    /// observation text) and whether it is asked at all; compose the call.
+    fn on_perceived(&mut self, p: crate::tactical::Perception, now: MonoTime, out: &mut Vec<Effect>) {
+        let Some(flight) = self.tick_in_flight(p.tick, "a perception", out) else {
+            return;
+        };
+        let job = flight.job.clone();
+        let obs = &p.observation;
+        // What the model reads: goal words first, then (avatar known) places nearest it.
+        let order = crate::relevance::model_order(obs, &job.focus, job.avatar.as_ref());
+        let mut listing = obs.to_text_listing(&order, job.observation_max_elements);
+        if let Some(line) = &job.sensors {
+            listing = format!("{listing}{line}\n");
+        }
+        let observation_text = observation_for_model(&listing, job.health, job.observation_max_bytes);
+        // The subgoal names the one element labelled so: the session clicks it without a model call.
+        let direct = job
+            .direct
+            .as_deref()
+            .and_then(|name| crate::direct::direct_target(obs, name, &job.excluded_marks));
+        if job.perceive_only || direct.is_some() {
+            let message = match direct {
+                Some(mark) => format!("the subgoal names mark {mark}'s label: no model call"),
+                None => "perceive-only tick".into(),
+            };
+            let failure = TacticalFailure {
+                kind: FailureKind::NotAsked,
+                message,
+                latency_ms: 0.0,
+            };
+            return self.end_tick(p, observation_text, None, None, Err(failure), now, out);
+        }
+        let tools = match ToolSet::new(&job.tools) {
+            Ok(t) => t,
+            Err(e) => {
+                let failure = TacticalFailure {
+                    kind: FailureKind::Host,
+                    message: e.to_string(),
+                    latency_ms: 0.0,
+                };
+                return self.end_tick(p, observation_text, None, None, Err(failure), now, out);
+            }
+        };
+        let visual = job.with_image.then_some(job.visual_pixels);
+        let composed = if job.two_stage {
+            crate::tactical::compose_localise(&self.context, p.tick, &p, visual).map(|c| (c, None))
+        } else {
+            let present: Vec<ElementId> = obs
+                .elements
+                .iter()
+                .map(|e| e.id)
+                .filter(|id| !job.excluded_marks.contains(id))
+                .collect();
+            let move_targets: Vec<ElementId> = job
+                .avatar
+                .as_ref()
+                .map(|a| crate::selfid::move_targets(obs, a))
+                .unwrap_or_default();
+            let (max_elements, health, max_bytes) = (
+                job.observation_max_elements,
+                job.health,
+                job.observation_max_bytes,
+            );
+            crate::tactical::compose_act(
+                &self.context,
+                p.tick,
+                &p,
+                &observation_text,
+                |scaled, space| {
+                    observation_for_model(
+                        &format!(
+                            "{}\n{}",
+                            space.describe(),
+                            scaled.to_text_listing(&order, max_elements)
+                        ),
+                        health,
+                        max_bytes,
+                    )
+                },
+                &crate::tactical::ActPlan {
+                    tools: &tools,
+                    present: &present,
+                    move_targets: &move_targets,
+                    visual_pixels: visual,
+                    coords: job.coords,
+                    limits: &SchemaLimits::default(),
+                },
+            )
+        };
+        match composed {
+            Ok((c, model_text)) => {
+                let tail = (!job.two_stage).then_some(c.tail);
+                if let Some(flight) = self.tactical_in_flight.as_mut() {
+                    flight.asking = Some(Asking {
+                        perception: p,
+                        observation_text: model_text.unwrap_or(observation_text),
+                        tail,
+                        crop: None,
+                        localised: None,
+                    });
+                }
+                out.push(Effect::CallModel(Box::new(c.call)));
+            }
+            Err(failure) => self.end_tick(p, observation_text, None, None, Err(failure), now, out),
+        }
+    }
+
+    /// A model call of the tick in flight answered (or failed): a localising point asks for the region
+    /// around it; an action, or a failure, ends the tick.
+    fn on_replied(
+        &mut self,
+        tick: u64,
+        answer: Result<crate::tactical::ModelAnswer, TacticalFailure>,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let Some(flight) = self.tick_in_flight(tick, "a model reply", out) else {
+            return;
+        };
+        let visual_pixels = flight.job.visual_pixels;
+        let excluded_marks = flight.job.excluded_marks.clone();
+        let Some(mut asking) = flight.asking.take() else {
+            // The frame could not be perceived (capture or OCR failed): the tick ends with nothing seen.
+            let failure = match answer {
+                Err(f) => f,
+                Ok(_) => TacticalFailure {
+                    kind: FailureKind::Perception,
+                    message: "a reply came for a tick whose frame was never perceived".into(),
+                    latency_ms: 0.0,
+                },
+            };
+            let nothing = crate::tactical::Perception {
+                tick,
+                started: now,
+                observation: Observation {
+                    at: now,
+                    frame_size: gamepilot_core::Size::new(0, 0),
+                    class: FrameChange::Unchanged,
+                    texts: Vec::new(),
+                    elements: Vec::new(),
+                },
+                moves: Vec::new(),
+            };
+            let text = format!("({})", failure.message);
+            return self.end_tick(nothing, text, None, None, Err(failure), now, out);
+        };
+        let localised_ms = asking.localised.as_ref().map_or(0.0, |l| l.latency_ms);
+        let reply = match answer {
+            Ok(crate::tactical::ModelAnswer::Localised { point, figures }) => {
+                let observation = &asking.perception.observation;
+                let excluded = excluded_marks
+                    .iter()
+                    .filter_map(|id| observation.element(*id).map(|e| e.bbox))
+                    .collect();
+                out.push(Effect::PerceiveCrop(crate::effect::PerceiveCrop {
+                    tick,
+                    point,
+                    cheap: crate::tactical::cheap_size(observation.frame_size),
+                    pixels: visual_pixels,
+                    excluded,
+                }));
+                asking.localised = Some(figures);
+                if let Some(flight) = self.tactical_in_flight.as_mut() {
+                    flight.asking = Some(asking);
+                }
+                return;
+            }
+            Ok(crate::tactical::ModelAnswer::Act(mut reply)) => {
+                if let Some(l) = &asking.localised {
+                    reply.latency_ms += l.latency_ms;
+                    reply.tokens_in += l.tokens_in;
+                    reply.tokens_out += l.tokens_out;
+                    reply.cached_tokens += l.cached_tokens;
+                }
+                Ok(reply)
+            }
+            Err(mut f) => {
+                // The localising call of a two-stage tick is the only one asked with no tail kept.
+                if asking.tail.is_none() && asking.localised.is_none() {
+                    f.message = format!("localise pass: {}", f.message);
+                }
+                f.latency_ms += localised_ms;
+                Err(f)
+            }
+        };
+        let Asking {
+            perception,
+            observation_text,
+            tail,
+            crop,
+            ..
+        } = asking;
+        self.end_tick(perception, observation_text, crop, tail, reply, now, out)
+    }
+
+    /// A two-stage tick's region is perceived: compose the acting call on it.
+    fn on_crop_perceived(
+        &mut self,
+        c: crate::tactical::CropPerception,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let Some(flight) = self.tick_in_flight(c.tick, "a crop perception", out) else {
+            return;
+        };
+        let job = flight.job.clone();
+        let Some(mut asking) = flight.asking.take() else {
+            return;
+        };
+        let composed = ToolSet::new(&job.tools)
+            .map_err(|e| TacticalFailure {
+                kind: FailureKind::Host,
+                message: e.to_string(),
+                latency_ms: 0.0,
+            })
+            .and_then(|tools| {
+                crate::tactical::compose_crop_act(
+                    &self.context,
+                    asking.perception.started,
+                    &c,
+                    &tools,
+                    job.with_image.then_some(job.visual_pixels),
+                    &SchemaLimits::default(),
+                )
+            });
+        asking.crop = Some(c.in_capture);
+        match composed {
+            Ok(composed) => {
+                asking.tail = Some(composed.tail);
+                if let Some(flight) = self.tactical_in_flight.as_mut() {
+                    flight.asking = Some(asking);
+                }
+                out.push(Effect::CallModel(Box::new(composed.call)));
+            }
+            Err(f) => {
+                let Asking {
+                    perception,
+                    observation_text,
+                    crop,
+                    ..
+                } = asking;
+                self.end_tick(perception, observation_text, crop, None, Err(f), now, out)
+            }
+        }
+    }
+
+    /// The tick's outcome, once its perception and any model call are in.
+    #[allow(clippy::too_many_arguments)]
+    fn end_tick(
+        &mut self,
+        p: crate::tactical::Perception,
+        observation_text: String,
+        crop: Option<Observation>,
+        tail: Option<gamepilot_context::TacticalTail>,
+        reply: Result<ModelReply, TacticalFailure>,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let outcome = TacticalOutcome {
+            tick: p.tick,
+            started: p.started,
+            observation: p.observation,
+            observation_text,
+            crop,
+            reply,
+            moves: p.moves,
+            tail,
+        };
+        self.on_tactical(outcome, now, out)
     }
 
     fn on_tactical(&mut self, mut t: TacticalOutcome, now: MonoTime, out: &mut Vec<Effect>) {

@@ -2,6 +2,7 @@
 //! the effects and the context, the way the wiring and a replay do.
 
 use super::*;
+use crate::tactical::{ModelAnswer, Perception};
 use gamepilot_context::{Cadence, ObservationText, TacticalReply};
 use gamepilot_core::action::{Action, MouseButton};
 use gamepilot_core::{ActionId, ElementId, FrameHealth, Interlock, MonoTime, Rect, Size, SubgoalId};
@@ -133,17 +134,46 @@ fn menu() -> Observation {
     }
 }
 
-fn outcome(tick: u64, obs: Observation, reply: Result<ModelReply, TacticalFailure>) -> Input {
-    Input::Tactical(Box::new(TacticalOutcome {
-        tick,
-        started: MonoTime::ZERO,
-        observation_text: obs.to_text(),
-        observation: obs,
-        crop: None,
-        reply,
-        moves: Vec::new(),
-        tail: None,
-    }))
+/// A tactical tick's frame as perceived, and the reply its model call gets.
+struct Outcome {
+    tick: u64,
+    obs: Observation,
+    reply: Result<ModelReply, TacticalFailure>,
+}
+
+fn outcome(tick: u64, obs: Observation, reply: Result<ModelReply, TacticalFailure>) -> Outcome {
+    Outcome { tick, obs, reply }
+}
+
+/// Steps a tactical tick the way the tactical thread reports it: its perception, then — when the session
+/// asks for a call — the reply. The effects of both.
+trait Answering {
+    fn answer(&mut self, o: Outcome, now: MonoTime) -> Vec<Effect>;
+}
+
+impl Answering for Session {
+    fn answer(&mut self, o: Outcome, now: MonoTime) -> Vec<Effect> {
+        let perception = Perception {
+            tick: o.tick,
+            started: MonoTime::ZERO,
+            observation: o.obs,
+            moves: Vec::new(),
+        };
+        let mut fx = self.step(Input::Perceived(Box::new(perception)), now);
+        let asked = fx
+            .iter()
+            .any(|e| matches!(e, Effect::CallModel(c) if c.tick == o.tick));
+        if asked {
+            fx.extend(self.step(
+                Input::Replied {
+                    tick: o.tick,
+                    answer: o.reply.map(ModelAnswer::Act),
+                },
+                now,
+            ));
+        }
+        fx
+    }
 }
 
 fn reply(r: TacticalReply) -> Result<ModelReply, TacticalFailure> {
@@ -242,7 +272,7 @@ fn a_mark_is_grounded_to_its_centre_executed_and_verified_under_one_id() {
     // FR-GND-001, FR-GND-006, INV-GND-001
     let (mut s, adopted) = planned();
     let job = tactical_jobs(&adopted)[0].tick;
-    let fx = s.step(outcome(job, menu(), click_mark(1)), ms(300));
+    let fx = s.answer(outcome(job, menu(), click_mark(1)), ms(300));
     let sub = submits(&fx);
     assert_eq!(sub.len(), 1, "{fx:?}");
     let (id, action, _) = &sub[0];
@@ -292,15 +322,15 @@ fn a_key_that_moves_a_lists_cursor_is_verified_on_the_item_drawn_as_chosen() {
     let job = tactical_jobs(&adopted)[0].tick;
     let mut obs = menu();
     obs.elements[1].selected = true;
-    let fx = s.step(outcome(job, obs.clone(), key("Down")), ms(300));
+    let fx = s.answer(outcome(job, obs.clone(), key("Down")), ms(300));
     assert_eq!(watched(&fx), Some(Rect::new(560, 380, 160, 48)), "{fx:?}");
     let (mut s, adopted) = planned();
     let job = tactical_jobs(&adopted)[0].tick;
-    let fx = s.step(outcome(job, obs, key("Return")), ms(300));
+    let fx = s.answer(outcome(job, obs, key("Return")), ms(300));
     assert_eq!(watched(&fx), None, "Return is not a cursor move");
     let (mut s, adopted) = planned();
     let job = tactical_jobs(&adopted)[0].tick;
-    let fx = s.step(outcome(job, menu(), key("Down")), ms(300));
+    let fx = s.answer(outcome(job, menu(), key("Down")), ms(300));
     assert_eq!(watched(&fx), None, "no item chosen: the whole view");
 }
 
@@ -310,7 +340,7 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
     let (mut s, adopted) = planned();
     let mut tick = tactical_jobs(&adopted)[0].tick;
     let mut t = 300;
-    let fx = s.step(outcome(tick, menu(), click_mark(2)), ms(t));
+    let fx = s.answer(outcome(tick, menu(), click_mark(2)), ms(t));
     let (id, _, _) = submits(&fx)[0].clone();
     t += 100;
     let fx = s.step(
@@ -341,7 +371,7 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
         }
         t += 50;
         // The model waits; the tick ends without an action.
-        fx = s.step(
+        fx = s.answer(
             outcome(
                 tick,
                 menu(),
@@ -369,7 +399,7 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
     // FR-ACT-006: denied key → the model's history says why; recorded as rejected, not as a verdict
     let (mut s, adopted) = planned();
     let tick = tactical_jobs(&adopted)[0].tick;
-    let fx = s.step(
+    let fx = s.answer(
         outcome(
             tick,
             menu(),
@@ -390,9 +420,9 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
     assert!(records(&fx)
         .iter()
         .any(|r| matches!(r, SessionRecord::Rejected { action, reason } if *action == id && reason.contains("alt+F4 is on the denied list"))));
-    let job = tactical_jobs(&fx)[0];
-    let prompt = job
-        .context
+    assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts");
+    let prompt = s
+        .context()
         .assemble(Cadence::Tactical, &ObservationText::new(ms(310), ""), None)
         .render();
     assert!(
@@ -424,7 +454,7 @@ fn compaction_is_triggered_near_the_hosts_context_and_recorded() {
             break;
         };
         t += 100;
-        fx = s.step(
+        fx = s.answer(
             outcome(
                 job,
                 big.clone(),
@@ -461,13 +491,13 @@ fn a_host_that_keeps_refusing_the_prompt_size_stops_the_session_with_a_named_rea
         })
     };
     let tick = tactical_jobs(&adopted)[0].tick;
-    let fx = s.step(outcome(tick, menu(), overflow()), ms(300));
+    let fx = s.answer(outcome(tick, menu(), overflow()), ms(300));
     assert!(records(&fx)
         .iter()
         .any(|r| matches!(r, SessionRecord::Compaction(_))));
     assert!(s.stopped().is_none());
     let tick = tactical_jobs(&fx)[0].tick;
-    let fx = s.step(outcome(tick, menu(), overflow()), ms(400));
+    let fx = s.answer(outcome(tick, menu(), overflow()), ms(400));
     assert!(fx
         .iter()
         .any(|e| matches!(e, Effect::Stop(SessionStop::PromptTooLarge { .. }))));
@@ -487,12 +517,12 @@ fn a_window_move_drops_an_action_grounded_before_it() {
     let mut r = reflex(6);
     r.generation = 1;
     s.step(Input::Reflex(r), ms(200));
-    let fx = s.step(outcome(tick, menu(), click_mark(1)), ms(300));
+    let fx = s.answer(outcome(tick, menu(), click_mark(1)), ms(300));
     assert!(submits(&fx).is_empty(), "stale click not submitted: {fx:?}");
     let job = tactical_jobs(&fx)[0];
     assert_eq!(job.generation, 1);
-    let prompt = job
-        .context
+    let prompt = s
+        .context()
         .assemble(Cadence::Tactical, &ObservationText::new(ms(300), ""), None)
         .render();
     assert!(
@@ -500,7 +530,7 @@ fn a_window_move_drops_an_action_grounded_before_it() {
         "{prompt}"
     );
     // A key is not grounded in the window's geometry: it goes through.
-    let fx = s.step(
+    let fx = s.answer(
         outcome(
             job.tick,
             menu(),
@@ -530,7 +560,7 @@ fn a_destructive_dialogue_holds_the_click_until_the_user_answers() {
             confidence: 0.9,
         },
     ];
-    let fx = s.step(outcome(tick, dialogue, click_mark(1)), ms(300));
+    let fx = s.answer(outcome(tick, dialogue, click_mark(1)), ms(300));
     assert!(submits(&fx).is_empty());
     assert!(fx
         .iter()
@@ -558,9 +588,9 @@ fn a_destructive_dialogue_holds_the_click_until_the_user_answers() {
         .iter()
         .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Pause { paused: false }))));
     assert!(submits(&fx).is_empty());
-    let job = tactical_jobs(&fx)[0];
-    let prompt = job
-        .context
+    assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts");
+    let prompt = s
+        .context()
         .assemble(Cadence::Tactical, &ObservationText::new(ms(1300), ""), None)
         .render();
     assert!(prompt.contains("rejected by the user on the overlay"), "{prompt}");
@@ -577,7 +607,7 @@ fn a_key_on_a_destructive_dialogue_is_held_like_a_click() {
         bbox: Rect::new(520, 250, 240, 30),
         confidence: 0.9,
     }];
-    let fx = s.step(
+    let fx = s.answer(
         outcome(
             tick,
             dialogue,
@@ -628,10 +658,20 @@ fn verdict_on(
     between: &[ReflexReport],
     changed: Option<bool>,
 ) -> Vec<Effect> {
-    let tick = tactical_jobs(fx)[0].tick;
-    *t += 100;
-    let mut all = s.step(outcome(tick, obs, action), ms(*t));
-    let (id, _, _) = submits(&all)[0].clone();
+    // A perceive-only tick (the ladder's retry) asks no model: it is answered and the next tick taken,
+    // until one submits. The latest tick started is the one in flight.
+    let mut job = (*tactical_jobs(fx).last().expect("a tick in flight")).clone();
+    let mut all = Vec::new();
+    let id = loop {
+        *t += 100;
+        let got = s.answer(outcome(job.tick, obs.clone(), action.clone()), ms(*t));
+        all.extend(got.iter().cloned());
+        match submits(&got).first() {
+            Some((id, _, _)) => break *id,
+            None if job.perceive_only => job = tactical_jobs(&got)[0].clone(),
+            None => panic!("no submit: {got:#?}"),
+        }
+    };
     for r in between {
         *t += 100;
         all.extend(s.step(Input::Reflex(r.clone()), ms(*t)));
@@ -656,7 +696,7 @@ fn all_six_failure_causes_are_reachable_from_the_sessions_evidence() {
     // Execution: the executor did not deliver it.
     let tick = tactical_jobs(&fx)[0].tick;
     t += 100;
-    let sub = s.step(
+    let sub = s.answer(
         outcome(
             tick,
             menu(),
@@ -730,7 +770,7 @@ fn the_grounding_path_is_chosen_per_scene_kind_and_narrows_the_tools() {
     let (mut s, fx) = started_with(cfg, two_step_plan());
     let job = tactical_jobs(&fx)[0];
     assert!(!job.tools.contains(&gamepilot_context::Tool::Click));
-    let fx = s.step(
+    let fx = s.answer(
         outcome(job.tick, menu(), reply(TacticalReply::Note { text: "hm".into() })),
         ms(100),
     );
@@ -796,7 +836,7 @@ fn the_model_sees_what_the_sensors_see_and_what_changed() {
     let mut r = reflex(6);
     r.sensors = vec![("coins".to_string(), Some(0.0))];
     s.step(Input::Reflex(r), ms(200));
-    let fx = s.step(
+    let fx = s.answer(
         outcome(tick, menu(), reply(TacticalReply::Note { text: "a".into() })),
         ms(300),
     );
@@ -805,7 +845,7 @@ fn the_model_sees_what_the_sensors_see_and_what_changed() {
     let mut r = reflex(12);
     r.sensors = vec![("coins".to_string(), Some(1.0))];
     s.step(Input::Reflex(r), ms(400));
-    let fx = s.step(
+    let fx = s.answer(
         outcome(job.tick, menu(), reply(TacticalReply::Note { text: "b".into() })),
         ms(500),
     );
@@ -820,7 +860,7 @@ fn the_time_from_a_new_screen_to_the_first_action_is_measured() {
     // The latency a player feels, from the session's start and from each scene change
     let (mut s, fx) = planned();
     let tick = tactical_jobs(&fx)[0].tick;
-    let sub = s.step(outcome(tick, menu(), click_mark(1)), ms(900));
+    let sub = s.answer(outcome(tick, menu(), click_mark(1)), ms(900));
     let (id, _, _) = submits(&sub)[0].clone();
     s.step(Input::ActionAccepted { action: id }, ms(1000));
     assert_eq!(s.numbers().first_action_ms, vec![1000.0]);
@@ -844,7 +884,7 @@ fn the_time_from_a_new_screen_to_the_first_action_is_measured() {
     r2.change = FrameChange::Scene;
     let screen_at = t + 100;
     s.step(Input::Reflex(r2), ms(screen_at));
-    let sub = s.step(outcome(next.tick, menu(), click_mark(2)), ms(screen_at + 400));
+    let sub = s.answer(outcome(next.tick, menu(), click_mark(2)), ms(screen_at + 400));
     let (id2, _, _) = submits(&sub)[0].clone();
     s.step(Input::ActionAccepted { action: id2 }, ms(screen_at + 500));
     assert_eq!(s.numbers().first_action_ms, vec![1000.0, 500.0]);
@@ -879,7 +919,12 @@ fn a_postcondition_true_for_a_single_tick_reaches_the_session() {
 #[test]
 fn inputs_and_effects_serialise_for_the_recording() {
     // INV-CTX-002: every input is recorded and replayable
-    let input = outcome(3, menu(), click_mark(1));
+    let input = Input::Perceived(Box::new(Perception {
+        tick: 3,
+        started: ms(10),
+        observation: menu(),
+        moves: vec![Some((1.0, -2.0)), None],
+    }));
     let text = serde_json::to_string(&input).unwrap();
     let back: Input = serde_json::from_str(&text).unwrap();
     assert_eq!(back, input);
@@ -926,13 +971,13 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
         }),
         ms(200),
     );
-    let fx = s.step(
+    let fx = s.answer(
         outcome(tick, menu(), reply(TacticalReply::Note { text: "x".into() })),
         ms(300),
     );
     let job = tactical_jobs(&fx)[0];
     assert_eq!(job.visual_pixels, before / 2);
-    assert_eq!(job.context.config().context_tokens, 2048);
+    assert_eq!(s.context().config().context_tokens, 2048);
     // A restore to more than the host's own context restores the host's.
     let host = config().context_tokens;
     let tick = job.tick;
@@ -944,11 +989,12 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
         }),
         ms(400),
     );
-    let fx = s.step(
+    let fx = s.answer(
         outcome(tick, menu(), reply(TacticalReply::Note { text: "y".into() })),
         ms(500),
     );
-    assert_eq!(tactical_jobs(&fx)[0].context.config().context_tokens, host);
+    assert!(!tactical_jobs(&fx).is_empty());
+    assert_eq!(s.context().config().context_tokens, host);
 }
 
 #[test]
@@ -965,7 +1011,7 @@ fn no_tactical_call_starts_while_the_tactical_host_restarts_and_a_failed_restart
         })
     };
     s.step(restart(true, None), ms(200));
-    let fx = s.step(
+    let fx = s.answer(
         outcome(tick, menu(), reply(TacticalReply::Note { text: "x".into() })),
         ms(300),
     );
@@ -975,7 +1021,7 @@ fn no_tactical_call_starts_while_the_tactical_host_restarts_and_a_failed_restart
     let fx = s.step(restart(false, None), ms(600));
     assert_eq!(tactical_jobs(&fx).len(), 1, "calls resume once it serves");
     let tick = tactical_jobs(&fx)[0].tick;
-    s.step(
+    s.answer(
         outcome(tick, menu(), reply(TacticalReply::Note { text: "z".into() })),
         ms(700),
     );
@@ -1028,18 +1074,18 @@ fn a_model_host_that_stays_unreachable_stops_the_session_with_a_named_reason() {
     let mut t = 1_000;
     // Three failures, then an answer: the streak starts again.
     for _ in 0..3 {
-        let fx = s.step(outcome(tick, menu(), gone()), ms(t));
+        let fx = s.answer(outcome(tick, menu(), gone()), ms(t));
         tick = tactical_jobs(&fx)[0].tick;
         t += 2_000;
     }
-    let fx = s.step(
+    let fx = s.answer(
         outcome(tick, menu(), reply(TacticalReply::Note { text: "back".into() })),
         ms(t),
     );
     tick = tactical_jobs(&fx)[0].tick;
     for i in 0..4 {
         t += 2_000;
-        let fx = s.step(outcome(tick, menu(), gone()), ms(t));
+        let fx = s.answer(outcome(tick, menu(), gone()), ms(t));
         if i < 3 {
             assert!(s.stopped().is_none(), "failure {i} of the new streak");
             tick = tactical_jobs(&fx)[0].tick;
@@ -1210,16 +1256,36 @@ fn the_tactical_prompt_sent_is_committed_and_the_next_tick_extends_it() {
     let (mut s, adopted) = planned();
     let job = tactical_jobs(&adopted)[0];
     // A frame that is no scene change (a scene change is a new baseline).
-    let text = menu().to_text().replace("(scene)", "(unchanged)");
-    let (first, tail) = job
-        .context
-        .assemble_tactical(&ObservationText::new(ms(200), text.clone()), None);
-    let Input::Tactical(mut o) = outcome(job.tick, menu(), click_mark(1)) else {
-        unreachable!()
+    let mut still = menu();
+    still.class = gamepilot_core::FrameChange::Unchanged;
+    let perceived = |tick: u64, at: u64| {
+        Input::Perceived(Box::new(Perception {
+            tick,
+            started: ms(at),
+            observation: still.clone(),
+            moves: Vec::new(),
+        }))
     };
-    o.tail = Some(tail.clone());
-    let fx = s.step(Input::Tactical(o), ms(300));
-    assert_eq!(s.context().tactical_tail(), Some(&tail));
+    let call = |fx: &[Effect]| {
+        fx.iter()
+            .find_map(|e| match e {
+                Effect::CallModel(c) => Some(c.prompt.clone()),
+                _ => None,
+            })
+            .expect("a model call")
+    };
+    let first = call(&s.step(perceived(job.tick, 200), ms(200)));
+    let fx = s.step(
+        Input::Replied {
+            tick: job.tick,
+            answer: click_mark(1).map(ModelAnswer::Act),
+        },
+        ms(300),
+    );
+    assert!(
+        s.context().tactical_tail().is_some(),
+        "the prompt sent is committed"
+    );
     let id = submits(&fx)[0].0;
     let fx = s.step(
         Input::Evidence {
@@ -1229,9 +1295,7 @@ fn the_tactical_prompt_sent_is_committed_and_the_next_tick_extends_it() {
         ms(600),
     );
     let next = tactical_jobs(&fx)[0];
-    let (second, _) = next
-        .context
-        .assemble_tactical(&ObservationText::new(ms(700), text), None);
+    let second = call(&s.step(perceived(next.tick, 700), ms(700)));
     let (a, b) = (first.messages[1].joined_text(), second.messages[1].joined_text());
     assert!(b.starts_with(&a), "{b}");
     assert!(b[a.len()..].contains("-> confirmed"), "{}", &b[a.len()..]);
@@ -1256,7 +1320,7 @@ fn the_users_input_pauses_the_session_until_their_resume() {
     assert!(s.numbers().paused_by_user);
     assert!(s.numbers().status_line(false, 1.0).contains("PAUSED"));
     // The tick in flight comes back: nothing is proposed while paused.
-    let fx = s.step(outcome(tick, menu(), click_mark(1)), ms(400));
+    let fx = s.answer(outcome(tick, menu(), click_mark(1)), ms(400));
     assert!(submits(&fx).is_empty(), "nothing is sent while paused");
     let fx = s.step(Input::Reflex(reflex(50)), ms(60_000));
     assert!(tactical_jobs(&fx).is_empty(), "no tick while paused");
@@ -1298,9 +1362,9 @@ fn on_the_alternative_rung_the_model_is_told_what_is_refused() {
             gamepilot_planner::Rung::AlternativeAction
         ]
     );
-    let job = tactical_jobs(&fx)[0];
-    let prompt = job
-        .context
+    assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts");
+    let prompt = s
+        .context()
         .assemble(Cadence::Tactical, &ObservationText::new(ms(t), ""), None)
         .render();
     assert!(
@@ -1322,7 +1386,7 @@ fn the_retry_rung_grounds_the_last_intention_again_without_the_model_once() {
         message: "perceive only".into(),
         latency_ms: 0.0,
     });
-    let fx = s.step(outcome(job.tick, menu(), not_asked), ms(t));
+    let fx = s.answer(outcome(job.tick, menu(), not_asked), ms(t));
     let sent = submits(&fx);
     assert_eq!(sent.len(), 1, "{fx:?}");
     assert_eq!(sent[0].1, Action::Key { key: "x".into() });
@@ -1438,7 +1502,7 @@ fn the_research_rung_asks_the_planners_question_and_the_second_goes_deep() {
         None => tactical_jobs_after(&mut s, &mut t),
     };
     t += 100;
-    let sub = s.step(
+    let sub = s.answer(
         outcome(
             tick,
             menu(),
@@ -1552,7 +1616,7 @@ fn the_safe_state_rung_goes_back_to_the_confirmed_screen_and_knows_it_arrived() 
         None => (tactical_jobs_after(&mut s, &mut t), not_asked()),
     };
     t += 100;
-    let fx = s.step(outcome(tick, settings(), answer), ms(t));
+    let fx = s.answer(outcome(tick, settings(), answer), ms(t));
     let sent = submits(&fx);
     assert_eq!(sent.len(), 1, "{fx:?}");
     assert_eq!(sent[0].1, Action::Key { key: "Escape".into() });
@@ -1560,7 +1624,7 @@ fn the_safe_state_rung_goes_back_to_the_confirmed_screen_and_knows_it_arrived() 
     t += 100;
     let tick = evidence_then_job(&mut s, &mut t, sent[0].0, Some(false)).tick;
     t += 100;
-    let fx = s.step(outcome(tick, settings(), not_asked()), ms(t));
+    let fx = s.answer(outcome(tick, settings(), not_asked()), ms(t));
     let sent = submits(&fx);
     assert_eq!(sent.len(), 1, "{fx:?}");
     let back = settings().elements[2].bbox.center();
@@ -1573,7 +1637,7 @@ fn the_safe_state_rung_goes_back_to_the_confirmed_screen_and_knows_it_arrived() 
     // The menu is back: arrived, said to the model, and the next tick asks the model again.
     let tick = evidence_then_job(&mut s, &mut t, sent[0].0, Some(true)).tick;
     t += 100;
-    let fx = s.step(outcome(tick, menu(), not_asked()), ms(t));
+    let fx = s.answer(outcome(tick, menu(), not_asked()), ms(t));
     assert!(
         notes(&fx)
             .iter()
@@ -1650,7 +1714,7 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
         .status_line(false, 1.0)
         .starts_with("[WAITING: the game is not in front]"));
     // The reply of a call started before is not acted on, and nothing new is asked.
-    let fx = s.step(
+    let fx = s.answer(
         outcome(
             tick,
             menu(),
@@ -1673,8 +1737,8 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
     assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, detail }) if interlock == "in_front" && detail.contains("after 60.6 s"))), "{fx:?}");
     assert!(!s.numbers().waiting_for_front);
     assert_eq!(tactical_jobs(&fx).len(), 1, "the model is asked again");
-    let prompt = tactical_jobs(&fx)[0]
-        .context
+    let prompt = s
+        .context()
         .assemble(Cadence::Tactical, &ObservationText::new(ms(t), ""), None)
         .render();
     assert!(
@@ -1700,7 +1764,7 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
         "the tactical thread asks the model unless the name is on screen once"
     );
     let mut t = 100;
-    let fx = s.step(outcome(job.tick, menu(), not_asked()), ms(t));
+    let fx = s.answer(outcome(job.tick, menu(), not_asked()), ms(t));
     let sent = submits(&fx);
     assert_eq!(sent.len(), 1, "{fx:?}");
     let options = menu().elements[1].bbox.center();
@@ -1744,4 +1808,186 @@ fn next_job(s: &mut Session, t: &mut u64) -> TacticalJob {
         s.loop_state().rung(),
         s.stopped()
     );
+}
+
+/// The model calls among `fx`.
+fn calls(fx: &[Effect]) -> Vec<&crate::tactical::ModelCall> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::CallModel(c) => Some(c.as_ref()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_session_composes_the_tactical_prompt_and_schema_from_the_perception() {
+    // FR-MODEL-003, FR-GND-003, FR-CTX-001: the prompt and this tick's schema are the session's, from the
+    // perceived marks; the image's place is held at the visual budget's size, in the model's coordinates
+    let mut cfg = config();
+    cfg.with_image = true;
+    cfg.visual_pixels = 448 * 252;
+    cfg.coord_convention = gamepilot_core::CoordConvention::Normalized1000;
+    cfg.grounding_paths = vec![GroundingPathAlias::Mark];
+    let (mut s, fx) = started_with(cfg, two_step_plan());
+    let job = tactical_jobs(&fx)[0].clone();
+    let perceived = |obs: Observation| {
+        Input::Perceived(Box::new(Perception {
+            tick: job.tick,
+            started: ms(100),
+            observation: obs,
+            moves: Vec::new(),
+        }))
+    };
+    let fx = s.step(perceived(menu()), ms(100));
+    let c = calls(&fx);
+    assert_eq!(c.len(), 1, "{fx:?}");
+    let call = c[0];
+    assert_eq!(call.tick, job.tick);
+    let image = call.image.expect("the model sees the frame");
+    assert_eq!(image.picture, crate::tactical::Picture::Frame);
+    assert_eq!(image.size, Size::new(448, 252));
+    let crate::tactical::Reading::Act { space } = call.reading else {
+        panic!("an acting call: {:?}", call.reading)
+    };
+    assert_eq!(space.image, Size::new(448, 252));
+    let text = call.prompt.messages[1].joined_text();
+    assert!(text.contains("Options"), "the marks are listed: {text}");
+    let marks = call.schema.to_string();
+    assert!(marks.contains('3'), "this tick's marks are the schema's: {marks}");
+    // The same perception composes the same prompt, byte for byte (what a replay diffs).
+    let (mut again, fx) = {
+        let mut cfg = config();
+        cfg.with_image = true;
+        cfg.visual_pixels = 448 * 252;
+        cfg.coord_convention = gamepilot_core::CoordConvention::Normalized1000;
+        cfg.grounding_paths = vec![GroundingPathAlias::Mark];
+        started_with(cfg, two_step_plan())
+    };
+    assert_eq!(tactical_jobs(&fx)[0].tick, job.tick);
+    let fx2 = again.step(perceived(menu()), ms(100));
+    assert_eq!(calls(&fx2)[0].prompt, call.prompt);
+    // A reply to a tick not in flight is set aside, named.
+    let fx = s.step(
+        Input::Replied {
+            tick: job.tick + 7,
+            answer: click_mark(1).map(ModelAnswer::Act),
+        },
+        ms(150),
+    );
+    assert!(records(&fx)
+        .iter()
+        .any(|r| matches!(r, SessionRecord::Note { text } if text.contains("not the tick in flight"))));
+}
+
+#[test]
+fn a_two_stage_tick_localises_perceives_the_region_then_acts_on_it_in_capture_space() {
+    // FR-GND-005: localise over the downscaled frame, perceive the region, act on it; the reply's mark is
+    // resolved against the region's capture-space marks and both calls' costs are counted
+    let mut cfg = config();
+    cfg.grounding_paths = vec![GroundingPathAlias::TwoStage];
+    let (mut s, fx) = started_with(cfg, two_step_plan());
+    let job = tactical_jobs(&fx)[0].clone();
+    assert!(job.two_stage);
+    let fx = s.step(
+        Input::Perceived(Box::new(Perception {
+            tick: job.tick,
+            started: ms(100),
+            observation: menu(),
+            moves: Vec::new(),
+        })),
+        ms(100),
+    );
+    let localise = calls(&fx)[0].clone();
+    assert!(matches!(
+        localise.reading,
+        crate::tactical::Reading::Localise { cheap } if cheap == Size::new(320, 180)
+    ));
+    assert!(localise.prompt.messages[1].joined_text().contains("Stage 1 of 2"));
+    let figures = ModelReply {
+        reply: TacticalReply::Note { text: String::new() },
+        text: "{\"x\":160,\"y\":85}".into(),
+        latency_ms: 50.0,
+        tokens_in: 300,
+        tokens_out: 8,
+        cached_tokens: 0,
+    };
+    let fx = s.step(
+        Input::Replied {
+            tick: job.tick,
+            answer: Ok(ModelAnswer::Localised {
+                point: gamepilot_core::Point::new(160, 85),
+                figures,
+            }),
+        },
+        ms(200),
+    );
+    let crop = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::PerceiveCrop(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("the region is asked for");
+    assert_eq!(crop.point, gamepilot_core::Point::new(160, 85));
+    assert!(calls(&fx).is_empty(), "no call before the region is perceived");
+    // The region: the Options button at capture (560, 380), shown magnified 2x with its own mark 1.
+    let region = Rect::new(480, 300, 320, 180);
+    let mut in_capture = menu();
+    in_capture.elements.retain(|e| e.id == ElementId(2));
+    in_capture.elements[0].id = ElementId(1);
+    let mut in_crop = in_capture.clone();
+    in_crop.frame_size = Size::new(640, 360);
+    in_crop.elements[0].bbox = Rect::new(160, 160, 320, 96);
+    let fx = s.step(
+        Input::CropPerceived(Box::new(crate::tactical::CropPerception {
+            tick: job.tick,
+            crop: gamepilot_grounding::Crop {
+                region,
+                cheap_point: gamepilot_core::Point::new(640, 340),
+            },
+            size: Size::new(640, 360),
+            in_crop,
+            in_capture,
+        })),
+        ms(300),
+    );
+    let act = calls(&fx)[0].clone();
+    assert!(matches!(act.reading, crate::tactical::Reading::ActInCrop { .. }));
+    assert!(act.prompt.messages[1].joined_text().contains("Stage 2 of 2"));
+    let fx = s.step(
+        Input::Replied {
+            tick: job.tick,
+            answer: click_mark(1).map(ModelAnswer::Act),
+        },
+        ms(400),
+    );
+    let sent = submits(&fx);
+    assert_eq!(sent.len(), 1, "{fx:?}");
+    assert!(
+        matches!(sent[0].1, Action::Click { x, y, .. } if (560..720).contains(&x) && (380..428).contains(&y)),
+        "the region's mark 1 is the Options button in capture space: {:?}",
+        sent[0].1
+    );
+    assert_eq!(s.numbers().tactical_latency_ms.last().copied(), Some(150.0));
+}
+
+#[test]
+fn a_frame_that_could_not_be_perceived_ends_its_tick_and_the_next_one_starts() {
+    // FR-PERC-009: a capture or OCR failure is the tick's named failure, never a stuck loop
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let fx = s.step(
+        Input::Replied {
+            tick,
+            answer: Err(TacticalFailure {
+                kind: FailureKind::Perception,
+                message: "capture failed: the window is busy".into(),
+                latency_ms: 0.0,
+            }),
+        },
+        ms(300),
+    );
+    assert_eq!(s.numbers().tactical_failures, 1);
+    assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts: {fx:?}");
 }

@@ -3,9 +3,9 @@
 
 use super::act::LimitArgs;
 use super::run::{default_record_dir, print_summary, ModelArgs};
-use crate::agent::{self, AgentConfig};
 use anyhow::Context as _;
 use gamepilot_planner::LoopConfig;
+use gamepilot_runtime::agent::{self, AgentConfig};
 use gamepilot_runtime::say;
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use std::path::PathBuf;

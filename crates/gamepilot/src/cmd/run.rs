@@ -3,7 +3,6 @@
 
 use super::act::LimitArgs;
 use super::common::WindowArgs;
-use crate::agent::{self, AgentConfig, Summary};
 use anyhow::Context as _;
 use gamepilot_core::ModelFamily;
 use gamepilot_grounding::GroundingPath;
@@ -11,6 +10,7 @@ use gamepilot_model::{
     CancelToken, Capabilities, HostClient, HostRole, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec,
 };
 use gamepilot_planner::{LoopConfig, SignalConfig};
+use gamepilot_runtime::agent::{self, AgentConfig, Summary};
 use gamepilot_runtime::{say, say_err};
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,40 +1,42 @@
-//! `gamepilot run` wiring: the three cadences on their own threads (FR-LOOP-001) around the session core
-//! (`gamepilot_session::Session::step`), which makes every decision. This module only turns channel
-//! messages into typed inputs, carries out the typed effects, and records both (INV-CTX-002, output only),
-//! so `gamepilot replay` re-derives every decision from the recording.
+//! The agent: one session of `gamepilot run` and `gamepilot demo` — the three cadences on their own threads
+//! (FR-LOOP-001) around the session core (`gamepilot_session::Session::step`), which makes every
+//! decision. The loop here only receives what the threads report, steps the session with it, carries out
+//! the typed effects and records both (INV-CTX-002, output only), so `gamepilot replay` re-derives every
+//! decision from the recording.
 //!
-//! reflex thread ── reports ──▶ loop thread (this module) ◀── tactical / deliberative / research results
-//!       ▲                          │  Session::step(input, now) → effects
-//!       └── submit / watch / cancel / pause / subgoal ──┘
+//! Every thread reports on one bounded channel ([`Inbox`]); the loop blocks on it (`recv_timeout`) and,
+//! on each wake, also polls the few sources that are not threads (stop signals, the research worker, the
+//! GPU-memory ladder, the destructive hold's prompt).
+//!
+//! reflex thread ── Inbox::Reflex ──▶ loop ◀── Inbox::Tactical / Deliberation / Ended
+//!       ▲                             │  Session::step(input, now) → effects
+//!       └──── ReflexCommand ──────────┘
 
-use anyhow::Context as _;
-use deliberative::{DeliberationRequest, DeliberationResult, Postconditions};
-use gamepilot_core::Worker;
-use gamepilot_core::{Chord, MonoTime};
+use crate::deliberative::{self, DeliberationRequest, DeliberationResult, Postconditions};
+use crate::reflex::{self, ReflexSetup};
+use crate::session_inputs::{degrade_step, host_restart};
+use crate::stop_signals::{StopSignal, StopSignals};
+use crate::tactical::{self, TacticalReport, TacticalRequest, TacticalSetup};
+use crate::worker::{
+    join_within, panic_text, spawn_reporting, yield_cpu_to_reflex, Inbox, WorkerOutcome, INBOX,
+    REFLEX_COMMANDS, TACTICAL_JOBS,
+};
+use crate::{destructive, now, say_err, session_records, GuardianHandle, RuntimeError};
+use gamepilot_core::{Chord, MonoTime, Worker};
 use gamepilot_executor::ExecutorConfig;
 use gamepilot_grounding::GroundingPath;
 use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
-use gamepilot_runtime::say_err;
-use gamepilot_runtime::session_inputs::{degrade_step, host_restart};
-use gamepilot_runtime::stop_signals::{StopSignal, StopSignals};
-use gamepilot_runtime::worker::{
-    join_within, panic_text, spawn_reporting, yield_cpu_to_reflex, WorkerEnd, WorkerOutcome, DELIBERATIONS,
-    REFLEX_COMMANDS, REFLEX_REPORTS, TACTICAL_JOBS, TACTICAL_RESULTS, WORKER_ENDS,
-};
-use gamepilot_runtime::{deliberative, destructive, now, reflex, session_records, tactical, GuardianHandle};
 use gamepilot_sensor::{Expression, Program};
 use gamepilot_session::{
     ConfirmationAnswer, Effect, ExternalStop, Input, ReflexCommand, ReflexFeed, Session, SessionConfig,
     SessionRecord, SessionStop,
 };
-use reflex::ReflexSetup;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
-use tactical::{TacticalRequest, TacticalResult, TacticalSetup};
 
 /// Everything a session needs; every limit comes from the user (INV-SAFE-001).
 pub struct AgentConfig {
@@ -139,20 +141,20 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 /// The session's sensors: the user's file plus the goal check; the postconditions a plan may use.
 fn compile_sensors(
     cfg: &AgentConfig,
-) -> anyhow::Result<(Program, Option<Expression>, Postconditions, Vec<Expression>)> {
+) -> Result<(Program, Option<Expression>, Postconditions, Vec<Expression>), RuntimeError> {
     let src = cfg.sensors_src.clone().unwrap_or_default();
     let program = gamepilot_sensor::compile(&src).map_err(|e| {
-        anyhow::anyhow!(
+        RuntimeError::Setup(format!(
             "sensor file has errors:\n{}",
             gamepilot_sensor::render_all(e.diagnostics(), "sensors", &src)
-        )
+        ))
     })?;
     let goal = match cfg.goal_check.as_deref() {
         Some(g) => Some(program.compile_expression(g).map_err(|e| {
-            anyhow::anyhow!(
+            RuntimeError::Setup(format!(
                 "--goal-check is not a valid sensor expression:\n{}",
                 gamepilot_sensor::render_all(e.diagnostics(), "--goal-check", g)
-            )
+            ))
         })?),
         None => None,
     };
@@ -162,18 +164,19 @@ fn compile_sensors(
             sources.push(def.name.clone());
         }
     }
-    anyhow::ensure!(
-        !sources.is_empty(),
-        "no machine-checkable postcondition: pass --goal-check EXPR or a --sensors file with a boolean sensor (FR-LOOP-004)"
-    );
+    if sources.is_empty() {
+        return Err(RuntimeError::Setup(
+            "no machine-checkable postcondition: pass --goal-check EXPR or a --sensors file with a boolean sensor (FR-LOOP-004)".into(),
+        ));
+    }
     let compiled = sources
         .iter()
         .map(|s| {
             program
                 .compile_expression(s)
-                .map_err(|e| anyhow::anyhow!("postcondition {s:?}: {e}"))
+                .map_err(|e| RuntimeError::Setup(format!("postcondition {s:?}: {e}")))
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((program, goal, Postconditions { sources }, compiled))
 }
 
@@ -202,7 +205,8 @@ struct Wiring<'a> {
     rec: Recorder,
     to_reflex: SyncSender<ReflexCommand>,
     to_tactical: SyncSender<TacticalRequest>,
-    delib_tx: SyncSender<DeliberationResult>,
+    /// The inbox's sender, for the deliberative passes' threads.
+    inbox: SyncSender<Inbox>,
     research: gamepilot_research::wiring::ResearchWiring,
     /// The destructive-action hold being put to the user (FR-SAFE-005).
     hold: Option<(u64, destructive::Hold)>,
@@ -214,7 +218,7 @@ struct Wiring<'a> {
 
 impl Wiring<'_> {
     /// Step the session with one input, record both, carry the effects out; `Some` when it stopped.
-    fn step(&mut self, session: &mut Session, input: Input) -> anyhow::Result<Option<SessionStop>> {
+    fn step(&mut self, session: &mut Session, input: Input) -> Result<Option<SessionStop>, RuntimeError> {
         let t = now();
         let seq = self.rec.session_input(t, &input)?;
         let effects = session.step(input, t);
@@ -236,7 +240,7 @@ impl Wiring<'_> {
         Ok(stop)
     }
 
-    fn carry_out(&mut self, effect: Effect, t: MonoTime) -> anyhow::Result<Vec<Input>> {
+    fn carry_out(&mut self, effect: Effect, t: MonoTime) -> Result<Vec<Input>, RuntimeError> {
         match effect {
             Effect::Reflex(msg) => {
                 // A closed reflex channel is reported by the reflex's own end (ReflexStopped); a full one
@@ -245,18 +249,9 @@ impl Wiring<'_> {
                     return Ok(vec![worker_stuck(Worker::Reflex, REFLEX_COMMANDS)]);
                 }
             }
-            Effect::StartTactical(job) => match self.to_tactical.try_send(TacticalRequest { job: *job }) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => return Ok(vec![worker_stuck(Worker::Tactical, TACTICAL_JOBS)]),
-                Err(TrySendError::Disconnected(_)) => {
-                    return Ok(vec![Input::Stop {
-                        reason: ExternalStop::WorkerDied {
-                            worker: Worker::Tactical,
-                            detail: "its request channel is closed".into(),
-                        },
-                    }])
-                }
-            },
+            Effect::StartTactical(job) => return Ok(self.ask_tactical(TacticalRequest::Perceive(job))),
+            Effect::CallModel(call) => return Ok(self.ask_tactical(TacticalRequest::Call(call))),
+            Effect::PerceiveCrop(crop) => return Ok(self.ask_tactical(TacticalRequest::Crop(crop))),
             Effect::StartDeliberation(job) => {
                 let req = DeliberationRequest {
                     pass: job.pass,
@@ -282,7 +277,7 @@ impl Wiring<'_> {
                     self.cfg.deliberative_client.clone(),
                     self.cfg.model_name.clone(),
                     self.post.clone(),
-                    self.delib_tx.clone(),
+                    self.inbox.clone(),
                     self.cancel.clone(),
                 );
                 std::thread::Builder::new()
@@ -306,8 +301,11 @@ impl Wiring<'_> {
                             reply_text: String::new(),
                             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
                         });
-                        let _ = tx.send(result);
-                    })?;
+                        // The loop holds the inbox until the session ends; a pass finishing after that has
+                        // nobody left to tell.
+                        let _ = tx.send(Inbox::Deliberation(Box::new(result)));
+                    })
+                    .map_err(|e| RuntimeError::io("spawning a deliberative pass's thread", e))?;
             }
             Effect::StartResearch(job) => {
                 self.research.observe_screen(&job.screen);
@@ -356,14 +354,29 @@ impl Wiring<'_> {
         Ok(Vec::new())
     }
 
+    /// Hand the tactical thread a request; a full queue means it stopped reading, a closed one that it
+    /// ended (its own end report names why).
+    fn ask_tactical(&mut self, request: TacticalRequest) -> Vec<Input> {
+        match self.to_tactical.try_send(request) {
+            Ok(()) => Vec::new(),
+            Err(TrySendError::Full(_)) => vec![worker_stuck(Worker::Tactical, TACTICAL_JOBS)],
+            Err(TrySendError::Disconnected(_)) => vec![Input::Stop {
+                reason: ExternalStop::WorkerDied {
+                    worker: Worker::Tactical,
+                    detail: "its request channel is closed".into(),
+                },
+            }],
+        }
+    }
+
     /// Write one of the session's records.
-    fn record(&mut self, t: MonoTime, r: SessionRecord) -> anyhow::Result<()> {
-        Ok(session_records::record_session(&mut self.rec, t, r)?)
+    fn record(&mut self, t: MonoTime, r: SessionRecord) -> Result<(), RuntimeError> {
+        session_records::record_session(&mut self.rec, t, r)
     }
 
     /// Record what a tactical tick saw and sent (frames, observation, prompt, reply); the session gets
     /// the typed outcome.
-    fn record_tactical(&mut self, r: &TacticalResult) -> anyhow::Result<()> {
+    fn record_tactical(&mut self, r: &TacticalReport) -> Result<(), RuntimeError> {
         if let Some(marked) = session_records::record_tactical(&mut self.rec, now(), r)? {
             self.last_marked = Some(marked);
         }
@@ -371,8 +384,8 @@ impl Wiring<'_> {
     }
 
     /// Record a deliberative pass's prompt and reply.
-    fn record_deliberation(&mut self, d: &DeliberationResult) -> anyhow::Result<()> {
-        Ok(session_records::record_deliberation(&mut self.rec, now(), d)?)
+    fn record_deliberation(&mut self, d: &DeliberationResult) -> Result<(), RuntimeError> {
+        session_records::record_deliberation(&mut self.rec, now(), d)
     }
 }
 
@@ -386,44 +399,61 @@ fn worker_stuck(worker: Worker, bound: usize) -> Input {
     }
 }
 
-/// Everything the channels hold now, as session inputs (never blocks).
-struct Gathered {
-    inputs: Vec<Input>,
-}
+/// How long the loop waits for a thread's report before it polls the sources that are not threads
+/// (signals, research, the GPU-memory ladder, the destructive hold's prompt) and the status line.
+const POLL: Duration = Duration::from_millis(50);
 
-/// Drain one channel; a disconnected one is a dead worker (named), unless `ok_to_close`.
-fn drain<T>(
-    rx: &Receiver<T>,
-    worker: Worker,
-    ok_to_close: bool,
-    mut each: impl FnMut(T) -> anyhow::Result<()>,
-) -> anyhow::Result<Option<Input>> {
-    loop {
-        match rx.try_recv() {
-            Ok(m) => each(m)?,
-            Err(TryRecvError::Empty) => return Ok(None),
-            Err(TryRecvError::Disconnected) if ok_to_close => return Ok(None),
-            Err(TryRecvError::Disconnected) => {
-                return Ok(Some(Input::Stop {
+/// The session's inputs a thread's report carries; tactical and deliberative results are recorded first.
+fn receive(
+    w: &mut Wiring<'_>,
+    m: Inbox,
+    feed: &mut ReflexFeed,
+    reflex_done: &mut bool,
+    inputs: &mut Vec<Input>,
+) -> Result<(), RuntimeError> {
+    match m {
+        Inbox::Reflex(i) => {
+            *reflex_done |= matches!(i, Input::ReflexStopped(_));
+            inputs.extend(feed.pass(i));
+        }
+        Inbox::Tactical(r) => {
+            w.record_tactical(&r)?;
+            inputs.push(r.input);
+        }
+        Inbox::Deliberation(d) => {
+            w.record_deliberation(&d)?;
+            inputs.push(Input::Plan(gamepilot_session::PlanOutcome {
+                pass: d.pass,
+                plan: d.plan,
+                latency_ms: d.latency_ms,
+                research: d.research,
+            }));
+        }
+        // A worker that ended before the session did stops it, named; the reflex's clean end follows its
+        // own stop report, which the session has already seen.
+        Inbox::Ended(end) => {
+            if !(end.worker == Worker::Reflex && end.outcome == WorkerOutcome::Finished) {
+                inputs.push(Input::Stop {
                     reason: ExternalStop::WorkerDied {
-                        worker,
-                        detail: "its channel closed".into(),
+                        worker: end.worker,
+                        detail: end.detail(),
                     },
-                }))
+                });
             }
         }
     }
+    Ok(())
 }
 
 /// Run one session to a stop condition (FR-LOOP-008).
-pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
+pub fn run_agent(mut cfg: AgentConfig) -> Result<Summary, RuntimeError> {
     let t0 = Instant::now();
     let mut hosts = std::mem::replace(&mut cfg.hosts, gamepilot_model::HostKeeper::new(Vec::new()));
     let (program, goal_expr, post, post_exprs) = compile_sensors(&cfg)?;
     let session_cfg = session_config(&cfg, &post);
     let start = now();
     let mut session = Session::new(session_cfg.clone(), start)?;
-    let rec = Recorder::create(
+    let mut rec = Recorder::create(
         &cfg.record_dir,
         SessionStart {
             schema_version: gamepilot_recording::format::SCHEMA_VERSION,
@@ -437,12 +467,18 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
             config: serde_json::json!({"session": session_cfg, "start_us": start.0}),
         },
     )
-    .with_context(|| format!("creating the recording in {}", cfg.record_dir.display()))?;
+    .map_err(|e| {
+        RuntimeError::Setup(format!(
+            "creating the recording in {}: {e}",
+            cfg.record_dir.display()
+        ))
+    })?;
 
     // The guardian first: nothing is armed without it (FR-SAFE-003).
     let guardian = GuardianHandle::spawn(cfg.display.as_deref(), &cfg.panic, cfg.stale_ms)?;
+    // Every thread reports here (no thread dies silently: each one's end arrives as `Inbox::Ended`).
+    let (inbox_tx, inbox) = mpsc::sync_channel::<Inbox>(INBOX);
     let (to_reflex, reflex_rx) = mpsc::sync_channel(REFLEX_COMMANDS);
-    let (reflex_tx, from_reflex) = mpsc::sync_channel(REFLEX_REPORTS);
     let setup = ReflexSetup {
         display: cfg.display.clone(),
         window: cfg.window.id,
@@ -456,34 +492,29 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         panic: cfg.panic.clone(),
         extras: cfg.reflex.clone(),
     };
-    let mut rec = rec;
     for text in &cfg.reflex.notes {
         rec.record(now(), Record::Note { text: text.clone() })?;
     }
-    // Every worker reports its end here (no thread dies silently).
-    let (ends_tx, ends) = mpsc::sync_channel::<WorkerEnd>(WORKER_ENDS);
-    let reflex_thread = spawn_reporting(Worker::Reflex, ends_tx.clone(), move || {
+    let reflex_tx = inbox_tx.clone();
+    let reflex_thread = spawn_reporting(Worker::Reflex, inbox_tx.clone(), move || {
         reflex::run(setup, guardian, reflex_rx, reflex_tx)
     })?;
 
     let cancel = CancelToken::new();
     let (to_tactical, tactical_rx) = mpsc::sync_channel::<TacticalRequest>(TACTICAL_JOBS);
-    let (tactical_tx, from_tactical) = mpsc::sync_channel::<TacticalResult>(TACTICAL_RESULTS);
     let tsetup = TacticalSetup {
         templates: cfg.reflex.templates.clone(),
         display: cfg.display.clone(),
         window: cfg.window.id,
         client: cfg.client.clone(),
         model_name: cfg.model_name.clone(),
-        limits: gamepilot_context::SchemaLimits::default(),
         max_tokens: 96,
     };
-    let tcancel = cancel.clone();
-    let tactical_thread = spawn_reporting(Worker::Tactical, ends_tx, move || {
+    let (tcancel, tactical_tx) = (cancel.clone(), inbox_tx.clone());
+    let tactical_thread = spawn_reporting(Worker::Tactical, inbox_tx.clone(), move || {
         yield_cpu_to_reflex();
         tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
     })?;
-    let (delib_tx, from_delib) = mpsc::sync_channel::<DeliberationResult>(DELIBERATIONS);
     let within = Duration::from_millis(cfg.loop_cfg.rung_timeout_ms.saturating_sub(2_000));
     if cfg.research.search.is_some() && cfg.research.limits.wall_clock > within {
         say_err!(
@@ -493,19 +524,17 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         );
     }
     let research = gamepilot_research::wiring::ResearchWiring::new(cfg.research.clone(), within)
-        .with_synthesizer(std::sync::Arc::new(
-            gamepilot_runtime::synthesis::HostSynthesizer::new(
-                cfg.deliberative_client.clone(),
-                &cfg.model_name,
-                cancel.clone(),
-            ),
-        ));
+        .with_synthesizer(std::sync::Arc::new(crate::synthesis::HostSynthesizer::new(
+            cfg.deliberative_client.clone(),
+            &cfg.model_name,
+            cancel.clone(),
+        )));
     let mut w = Wiring {
         cfg: &cfg,
         rec,
         to_reflex,
         to_tactical,
-        delib_tx,
+        inbox: inbox_tx,
         research,
         hold: None,
         post,
@@ -521,41 +550,29 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     let mut by_signal: Option<StopSignal> = None;
     let mut resumes_seen = 0;
     while stop.is_none() {
-        let mut g = Gathered { inputs: Vec::new() };
+        let mut inputs = Vec::new();
+        // Block for the next report (NFR-LOOP-001: the threads never wait on this loop), then take
+        // whatever else has queued meanwhile. The loop holds a sender, so the inbox never reads as closed.
+        match inbox.recv_timeout(POLL) {
+            Ok(m) => receive(&mut w, m, &mut feed, &mut reflex_done, &mut inputs)?,
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+        while let Ok(m) = inbox.try_recv() {
+            receive(&mut w, m, &mut feed, &mut reflex_done, &mut inputs)?;
+        }
         // FR-SAFE-002: SIGUSR1 is the user's resume after their input paused the session.
         let resumes = cfg.stop_signals.as_ref().map_or(0, StopSignals::resume_requests);
         if resumes != std::mem::replace(&mut resumes_seen, resumes) {
-            g.inputs.push(Input::Resume);
+            inputs.push(Input::Resume);
         }
         if let Some(sig) = cfg.stop_signals.as_ref().and_then(StopSignals::received) {
             by_signal = Some(sig);
-            g.inputs.push(Input::Stop {
+            inputs.push(Input::Stop {
                 reason: ExternalStop::Signal {
                     name: sig.name().into(),
                 },
             });
         }
-        // A worker that ended before the session did stops it, named (the reflex's clean end follows its
-        // own stop report, which the session has already seen).
-        for end in ends.try_iter() {
-            if end.worker == Worker::Reflex && end.outcome == WorkerOutcome::Finished {
-                continue;
-            }
-            g.inputs.push(Input::Stop {
-                reason: ExternalStop::WorkerDied {
-                    worker: end.worker,
-                    detail: end.detail(),
-                },
-            });
-        }
-        let reflex_gone = drain(&from_reflex, Worker::Reflex, reflex_done, |m| {
-            if let Input::ReflexStopped(_) = m {
-                reflex_done = true;
-            }
-            g.inputs.extend(feed.pass(m));
-            Ok(())
-        })?;
-        g.inputs.extend(reflex_gone);
         if let Some(found) = w.research.poll() {
             w.rec.record(
                 now(),
@@ -564,49 +581,27 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
                     results: found.log.clone(),
                 },
             )?;
-            g.inputs
-                .push(Input::Research(gamepilot_session::ResearchFindings {
-                    found: found.found(),
-                    query: found.query,
-                    excerpts: found.excerpts,
-                    note: found.note,
-                }));
+            inputs.push(Input::Research(gamepilot_session::ResearchFindings {
+                found: found.found(),
+                query: found.query,
+                excerpts: found.excerpts,
+                note: found.note,
+            }));
         }
         let mut notices = Vec::new();
         while let Some(c) = cfg.degrade.as_ref().and_then(|r| r.try_recv().ok()) {
-            g.inputs.push(Input::Degrade(degrade_step(&c)));
+            inputs.push(Input::Degrade(degrade_step(&c)));
             notices.extend(hosts.apply(&c));
         }
         notices.extend(hosts.poll());
         for n in notices {
             say_err!("{}", n.describe());
-            g.inputs.push(Input::HostRestart(host_restart(&n)));
+            inputs.push(Input::HostRestart(host_restart(&n)));
         }
-        // Deliberation threads never block this loop (NFR-LOOP-001); the loop holds a sender itself, so
-        // this channel never reads as closed.
-        while let Ok(d) = from_delib.try_recv() {
-            w.record_deliberation(&d)?;
-            g.inputs.push(Input::Plan(gamepilot_session::PlanOutcome {
-                pass: d.pass,
-                plan: d.plan,
-                latency_ms: d.latency_ms,
-                research: d.research,
-            }));
-        }
-        let mut tactical_results = Vec::new();
-        let tactical_gone = drain(&from_tactical, Worker::Tactical, false, |r| {
-            tactical_results.push(r);
-            Ok(())
-        })?;
-        for r in tactical_results {
-            w.record_tactical(&r)?;
-            g.inputs.push(Input::Tactical(Box::new(r.outcome)));
-        }
-        g.inputs.extend(tactical_gone);
         // FR-SAFE-005: the hold's answer is polled here, never waited for.
         if let Some(out) = w.hold.as_mut().and_then(|(_, h)| h.poll()) {
             if let Some((id, h)) = w.hold.take() {
-                g.inputs.push(Input::Confirmation(ConfirmationAnswer {
+                inputs.push(Input::Confirmation(ConfirmationAnswer {
                     hold: id,
                     allowed: out.decision.allowed(),
                     reason: h.reason(&out),
@@ -614,7 +609,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
                 }));
             }
         }
-        for input in g.inputs {
+        for input in inputs {
             if let Some(s) = w.step(&mut session, input)? {
                 stop = Some(s);
                 break;
@@ -625,28 +620,29 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
                 .numbers()
                 .status_line(cfg.dry_run, t0.elapsed().as_secs_f64());
             if tty {
-                gamepilot_runtime::console::err(&format!("\r\x1b[2K{line}"));
+                crate::console::err(&format!("\r\x1b[2K{line}"));
             } else {
                 say_err!("{line}");
             }
             last_status = Instant::now();
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
     let stop = stop.unwrap_or(SessionStop::External {
         detail: "the loop ended without a stop".into(),
     });
     // Stop: release everything, end the cadences, write the summary.
     cancel.cancel();
-    // A disconnected command channel is the reflex's stop; a reflex that never returns (a
-    // hung call) is left after a bound, and the guardian releases what it holds as the process exits.
+    // A disconnected command channel is the reflex's stop; a reflex that never returns (a hung call) is
+    // left after a bound, and the guardian releases what it holds as the process exits.
     drop(std::mem::replace(&mut w.to_reflex, mpsc::sync_channel(1).0));
-    let (tx_dummy, _) = mpsc::sync_channel(1);
-    drop(std::mem::replace(&mut w.to_tactical, tx_dummy));
+    drop(std::mem::replace(&mut w.to_tactical, mpsc::sync_channel(1).0));
     let reflex_joined = join_within(reflex_thread, Duration::from_secs(2)).is_some_and(|r| r.is_ok());
-    while let Ok(m) = from_reflex.try_recv() {
-        if let Input::ReflexStopped(_) = m {
-            session.step(m, now());
+    if !reflex_done {
+        // The reflex's own figures (ticks, lateness) arrive as its last report.
+        while let Ok(m) = inbox.try_recv() {
+            if let Inbox::Reflex(i @ Input::ReflexStopped(_)) = m {
+                session.step(i, now());
+            }
         }
     }
     // The tactical thread may be inside OCR or a model call: it is cancelled; after a signal it is given
@@ -663,15 +659,34 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
     if tty && !cfg.quiet {
         say_err!();
     }
+    let summary = summarise(&session, stop, t0.elapsed().as_secs_f64(), &cfg, by_signal);
+    let summary_json = serde_json::to_value(&summary)
+        .map_err(|e| RuntimeError::Setup(format!("the session's summary as JSON: {e}")))?;
+    w.rec.finish(now(), &summary.stop_reason, summary_json)?;
+    if !reflex_joined {
+        return Err(RuntimeError::Stuck(
+            "the reflex thread did not stop within 2 s; the guardian releases".into(),
+        ));
+    }
+    Ok(summary)
+}
+
+/// The session's figures for the summary line, the recording's end and the report.
+fn summarise(
+    session: &Session,
+    stop: SessionStop,
+    secs: f64,
+    cfg: &AgentConfig,
+    by_signal: Option<StopSignal>,
+) -> Summary {
     let n = session.numbers();
     let mut latencies = n.tactical_latency_ms.clone();
     latencies.sort_by(|a, b| a.total_cmp(b));
     let mut first = n.first_action_ms.clone();
     first.sort_by(|a, b| a.total_cmp(b));
-    let secs = t0.elapsed().as_secs_f64();
-    let summary = Summary {
+    Summary {
         stop_reason: stop.to_string(),
-        stop: stop.clone(),
+        stop,
         seconds: secs,
         actions_executed: n.actions_executed,
         actions_per_s: n.actions_executed as f64 / secs.max(0.001),
@@ -703,12 +718,5 @@ pub fn run_agent(mut cfg: AgentConfig) -> anyhow::Result<Summary> {
         goal_met: n.goal_met,
         recording: cfg.record_dir.display().to_string(),
         exit_signal: by_signal.map(|s| s.0),
-    };
-    w.rec
-        .finish(now(), &summary.stop_reason, serde_json::to_value(&summary)?)?;
-    anyhow::ensure!(
-        reflex_joined,
-        "the reflex thread did not stop within 2 s; the guardian releases"
-    );
-    Ok(summary)
+    }
 }
