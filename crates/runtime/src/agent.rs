@@ -191,6 +191,7 @@ fn session_config(cfg: &AgentConfig, post: &Postconditions) -> SessionConfig {
         tactical_interval_ms: cfg.tactical_interval_ms,
         with_image: cfg.vision,
         visual_pixels: cfg.tactical_pixels,
+        deliberative_pixels: cfg.deliberative_pixels,
         context_tokens: cfg.context_tokens,
         camera_calibrated: cfg.reflex.camera.is_some(),
         coord_convention: cfg.coord_convention,
@@ -255,23 +256,15 @@ impl Wiring<'_> {
             Effect::StartDeliberation(job) => {
                 let req = DeliberationRequest {
                     pass: job.pass,
-                    trigger: format!("{:?}", job.trigger),
-                    context: *job.context,
-                    observation: job.observation,
-                    now: t,
+                    prompt: job.prompt,
+                    schema: job.schema,
                     first_id: job.first_id,
                     // FR-MODEL-002: the deliberative budget, the image as the last content part.
-                    image: self
-                        .last_marked
-                        .as_ref()
-                        .filter(|_| self.cfg.vision)
-                        .and_then(|f| {
-                            gamepilot_model::budget::encode_for_budget(
-                                &f.view(),
-                                self.cfg.deliberative_pixels,
-                            )
-                            .ok()
-                        }),
+                    image: job.image.and_then(|wanted| {
+                        self.last_marked.as_ref().and_then(|f| {
+                            gamepilot_model::budget::encode_for_budget(&f.view(), wanted.pixels).ok()
+                        })
+                    }),
                 };
                 let (client, model, post, tx, cancel) = (
                     self.cfg.deliberative_client.clone(),

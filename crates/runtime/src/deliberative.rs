@@ -2,19 +2,17 @@
 //! postconditions are sensor expressions (FR-LOOP-004). Runs on its own thread, concurrently with the
 //! tactical and reflex cadences, which keep acting on the previous plan (NFR-LOOP-001).
 
-use gamepilot_context::{Cadence, Context, ImagePart, ObservationText};
-use gamepilot_core::MonoTime;
+use crate::tactical::attach;
+use gamepilot_context::{ImagePart, Prompt};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_planner::PlanSpec;
 use serde_json::Value;
 
-/// One pass's request.
+/// One pass's request: the session's prompt and schema, and the picture for the place it held.
 pub struct DeliberationRequest {
     pub pass: u64,
-    pub trigger: String,
-    pub context: Context,
-    pub observation: String,
-    pub now: MonoTime,
+    pub prompt: Prompt,
+    pub schema: Value,
     /// The first subgoal id this pass may use (ids are never reused within a session).
     pub first_id: u32,
     /// The latest marked screenshot at the deliberative budget, for a model that sees images.
@@ -31,7 +29,7 @@ pub struct DeliberationResult {
     pub latency_ms: f64,
 }
 
-pub use gamepilot_session::plan::{plan_from_reply, plan_schema, research_question, Postconditions};
+pub use gamepilot_session::plan::{plan_from_reply, research_question, Postconditions};
 
 /// Serve one deliberative pass.
 pub fn deliberate(
@@ -41,18 +39,12 @@ pub fn deliberate(
     req: &DeliberationRequest,
     cancel: &CancelToken,
 ) -> DeliberationResult {
-    let schema = plan_schema(post);
-    let prompt = req.context.assemble(
-        Cadence::Deliberative,
-        &ObservationText::new(
-            req.now,
-            format!("{}\nDeliberation trigger: {}", req.observation, req.trigger),
-        ),
-        req.image.clone(),
-    );
+    let mut prompt = req.prompt.clone();
+    attach(&mut prompt, req.image.clone());
+    let schema = &req.schema;
     let chat = ChatRequest::from_prompt(model, &prompt, 256);
     let prompt_json = chat.body_for(client.kind());
-    match client.chat_structured(&chat, &schema, cancel) {
+    match client.chat_structured(&chat, schema, cancel) {
         Ok(r) => DeliberationResult {
             pass: req.pass,
             plan: plan_from_reply(&r.value, post, req.first_id),

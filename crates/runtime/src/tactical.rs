@@ -341,7 +341,7 @@ impl Tactical {
         };
         if let Some(wanted) = image {
             match self.picture(&wanted) {
-                Ok(part) => attach(&mut prompt, part),
+                Ok(part) => attach(&mut prompt, Some(part)),
                 Err(e) => {
                     return TacticalReport {
                         input: Input::Replied {
@@ -446,14 +446,21 @@ impl Tactical {
     }
 }
 
-/// The picture into the place the session's prompt held for it.
-fn attach(prompt: &mut Prompt, image: gamepilot_context::ImagePart) {
+/// The picture into the place the session's prompt held for it; with none to give, the place goes.
+pub fn attach(prompt: &mut Prompt, image: Option<gamepilot_context::ImagePart>) {
     for m in prompt.messages.iter_mut() {
-        for p in m.parts.iter_mut() {
-            if let gamepilot_context::Part::Image { image: held } = p {
-                *held = image;
-                return;
+        match image.clone() {
+            Some(image) => {
+                for p in m.parts.iter_mut() {
+                    if let gamepilot_context::Part::Image { image: held } = p {
+                        *held = image;
+                        return;
+                    }
+                }
             }
+            None => m
+                .parts
+                .retain(|p| !matches!(p, gamepilot_context::Part::Image { .. })),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! diffs every effect, tactical prompts included; a deliberative job's context copy is represented by
 //! the fingerprint of the prompt it renders.
 
-use gamepilot_context::{CompactionEvent, Context, Tool};
+use gamepilot_context::{CompactionEvent, Tool};
 use gamepilot_core::action::{Action, Intention};
 use gamepilot_core::FrameHealth;
 use gamepilot_core::{ElementId, Rect, SubgoalId};
@@ -132,29 +132,18 @@ fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {
     *c == gamepilot_core::CoordConvention::CapturePixels
 }
 
-/// A deliberative pass to run.
-#[derive(Clone, Serialize)]
+/// A deliberative pass to run: the prompt the session composed (FR-LOOP-004), the plan schema over this
+/// session's postconditions, the picture to attach.
+#[derive(Debug, Clone, Serialize)]
 pub struct DeliberationJob {
     pub pass: u64,
     pub trigger: Trigger,
-    #[serde(skip)]
-    pub context: Box<Context>,
-    pub context_fingerprint: u64,
-    /// The latest observation text.
-    pub observation: String,
+    pub prompt: gamepilot_context::Prompt,
+    pub schema: serde_json::Value,
+    /// The latest marked frame at the deliberative budget (FR-MODEL-002), when the model sees images.
+    pub image: Option<crate::tactical::ImageWanted>,
     /// The first subgoal id this pass may use (ids are never reused in a session).
     pub first_id: u32,
-}
-
-impl fmt::Debug for DeliberationJob {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeliberationJob")
-            .field("pass", &self.pass)
-            .field("trigger", &self.trigger)
-            .field("context_fingerprint", &self.context_fingerprint)
-            .field("first_id", &self.first_id)
-            .finish()
-    }
 }
 
 /// A research to run (the ladder's research rung).

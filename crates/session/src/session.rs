@@ -73,6 +73,9 @@ pub struct SessionConfig {
     pub with_image: bool,
     /// Pixels per tactical image (FR-MODEL-002).
     pub visual_pixels: u64,
+    /// Pixels of the deliberative pass's image (FR-MODEL-002); none is sent at 0.
+    #[serde(default)]
+    pub deliberative_pixels: u64,
     /// The host's context size in tokens (FR-CTX-004 compacts before a prompt reaches it).
     pub context_tokens: u32,
     /// The observation text a prompt carries is cut to this many bytes.
@@ -110,6 +113,7 @@ impl Default for SessionConfig {
             tactical_interval_ms: 300,
             with_image: false,
             visual_pixels: 512 * 288,
+            deliberative_pixels: 0,
             context_tokens: 4096,
             observation_max_bytes: 3000,
             observation_max_elements: default_observation_max_elements(),
@@ -312,6 +316,8 @@ pub struct Session {
     tactical_host_restarting: bool,
     retry: Option<TacticalReply>,
     last_observation: String,
+    /// The size of the latest perceived frame (the deliberative pass's picture is that frame).
+    last_frame_size: Option<gamepilot_core::Size>,
     last_scene: Option<SceneKind>,
     excluded: Vec<ElementId>,
     generation: u64,
@@ -565,6 +571,7 @@ impl Session {
             tactical_host_restarting: false,
             retry: None,
             last_observation: String::from("(nothing observed yet)"),
+            last_frame_size: None,
             last_scene: None,
             excluded: Vec::new(),
             generation: 0,
@@ -1677,6 +1684,9 @@ impl Session {
         self.last_print = ScreenPrint::of(&t.observation, scene);
         let text = bound_text(&t.observation_text, self.cfg.observation_max_bytes);
         self.last_observation = text.clone();
+        if t.observation.frame_size.area() > 0 {
+            self.last_frame_size = Some(t.observation.frame_size);
+        }
         if let Some(tail) = t.tail.take() {
             self.context.commit_tactical(tail);
         }
@@ -2132,22 +2142,37 @@ impl Session {
     fn deliberation_job(&mut self, pass: u64, trigger: Trigger, now: MonoTime) -> DeliberationJob {
         let first_id = self.next_subgoal;
         self.next_subgoal += 3;
-        let context_fingerprint = fingerprint(
-            &self
-                .context
-                .assemble(
-                    Cadence::Deliberative,
-                    &ObservationText::new(now, self.last_observation.clone()),
-                    None,
-                )
-                .render(),
+        // FR-MODEL-002: the latest marked frame at the deliberative budget, as the last content part.
+        let image = self
+            .last_frame_size
+            .filter(|_| self.cfg.with_image && self.cfg.deliberative_pixels > 0)
+            .map(|size| crate::tactical::ImageWanted {
+                picture: crate::tactical::Picture::Frame,
+                pixels: self.cfg.deliberative_pixels,
+                size: size.fit_within(self.cfg.deliberative_pixels),
+            });
+        let part = image.map(|i| gamepilot_context::ImagePart {
+            mime: "image/png".into(),
+            width: i.size.w,
+            height: i.size.h,
+            data_base64: String::new(),
+        });
+        let prompt = self.context.assemble(
+            Cadence::Deliberative,
+            &ObservationText::new(
+                now,
+                format!("{}\nDeliberation trigger: {trigger:?}", self.last_observation),
+            ),
+            part,
         );
         DeliberationJob {
             pass,
             trigger,
-            context: Box::new(self.context.clone()),
-            context_fingerprint,
-            observation: self.last_observation.clone(),
+            prompt,
+            schema: crate::plan::plan_schema(&crate::plan::Postconditions {
+                sources: self.cfg.postconditions.clone(),
+            }),
+            image,
             first_id,
         }
     }

@@ -1129,10 +1129,7 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired()
     assert_eq!(again.len(), 1, "asked again: {fx:?}");
     assert_eq!(again[0].pass, 1, "the same pass");
     assert!(again[0].first_id > 3, "fresh subgoal ids");
-    let prompt = again[0]
-        .context
-        .assemble(Cadence::Deliberative, &ObservationText::new(ms(10), ""), None)
-        .render();
+    let prompt = again[0].prompt.render();
     assert!(
         prompt.contains("both end at \"playing\""),
         "the reason reaches the model: {prompt}"
