@@ -339,6 +339,7 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
         "each click found its item where the game showed it"
     );
     assert!(x.server_held().unwrap().is_empty());
+    gamepilot_testbed::keep_session(&rec, "sgt-net-menus-and-dialogs").unwrap();
 }
 
 /// The LTris menu item a tactical prompt's observation marks selected.

@@ -36,6 +36,9 @@ pub struct ReplayOutcome {
     pub state: LoopState,
     /// Session inputs replayed (0 for a recording from before the session core).
     pub session_inputs: usize,
+    /// The effects the session returned for each session input, by the input's `seq` (what blessing a
+    /// committed recording writes back).
+    pub replayed: BTreeMap<u64, Value>,
 }
 
 impl ReplayOutcome {
@@ -82,6 +85,7 @@ fn replay_session(rec: &Recording, config: &Value) -> Result<ReplayOutcome, Repl
         divergences: Vec::new(),
         state: session.loop_state().clone(),
         session_inputs: 0,
+        replayed: BTreeMap::new(),
     };
     for l in &rec.lines {
         let Record::SessionInput { now_us, input } = &l.record else {
@@ -94,6 +98,7 @@ fn replay_session(rec: &Recording, config: &Value) -> Result<ReplayOutcome, Repl
         })?;
         let effects = session.step(parsed, MonoTime(*now_us));
         let replayed = serde_json::to_value(&effects).unwrap_or(Value::Null);
+        out.replayed.insert(l.seq, replayed.clone());
         let want = recorded.remove(&l.seq);
         // A session that did not end cleanly may have lost its last input's effects.
         let cut_short = !ended && want.is_none();
@@ -211,5 +216,6 @@ pub fn replay(rec: &Recording) -> Result<ReplayOutcome, ReplayError> {
         divergences,
         state,
         session_inputs: 0,
+        replayed: BTreeMap::new(),
     })
 }

@@ -24,11 +24,11 @@ use crate::worker::{
 use crate::{destructive, now, say_err, session_records, GuardianHandle, RuntimeError};
 use gamepilot_core::{Chord, MonoTime, Worker};
 use gamepilot_executor::ExecutorConfig;
-use gamepilot_grounding::GroundingPath;
 use gamepilot_model::{CancelToken, HostClient};
-use gamepilot_planner::LoopConfig;
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_sensor::{Expression, Program};
+use gamepilot_session::GroundingPath;
+use gamepilot_session::LoopConfig;
 use gamepilot_session::{
     ConfirmationAnswer, Effect, ExternalStop, Input, ReflexCommand, ReflexFeed, Session, SessionConfig,
     SessionRecord, SessionStop,

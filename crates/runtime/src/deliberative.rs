@@ -3,9 +3,9 @@
 //! tactical and reflex cadences, which keep acting on the previous plan (NFR-LOOP-001).
 
 use crate::tactical::attach;
-use gamepilot_context::{ImagePart, Prompt};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
-use gamepilot_planner::PlanSpec;
+use gamepilot_session::PlanSpec;
+use gamepilot_session::{ImagePart, Prompt};
 use serde_json::Value;
 
 /// One pass's request: the session's prompt and schema, and the picture for the place it held.

@@ -19,7 +19,7 @@ pub enum RuntimeError {
     #[error("sensor: {0}")]
     Sensor(#[from] gamepilot_sensor::SensorError),
     #[error("context: {0}")]
-    Context(#[from] gamepilot_context::ContextError),
+    Context(#[from] gamepilot_session::ContextError),
     #[error("{what}: {source}")]
     Io {
         what: String,

@@ -4,12 +4,12 @@
 //! with `gamepilot_session::eval`.
 
 use crate::RuntimeError;
-use gamepilot_context::{tactical_schema, Cadence, ObservationText, SchemaLimits, TacticalReply, ToolSet};
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_session::eval::{judge, DecisionPoint, PointResult};
 use gamepilot_session::relevance::Focus;
 use gamepilot_session::{observation_for_model, session_tools, Session, SessionConfig};
+use gamepilot_session::{tactical_schema, Cadence, ObservationText, SchemaLimits, TacticalReply, ToolSet};
 use gamepilot_vision::{Ocr, Perceiver};
 use std::path::Path;
 

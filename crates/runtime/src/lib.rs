@@ -18,6 +18,7 @@ pub mod interlocks;
 pub mod model_bench;
 pub mod refine;
 pub mod reflex;
+pub mod reflex_core;
 pub mod sensor_worker;
 pub mod session_inputs;
 pub mod session_records;

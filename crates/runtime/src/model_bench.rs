@@ -3,11 +3,11 @@
 //! frames in `run`'s order, each prompt extending the last one sent — timed against a real host.
 
 use crate::RuntimeError;
-use gamepilot_context::{tactical_schema, ObservationText, SchemaLimits};
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_session::bench_context::{BenchContext, DEMO_GOAL, DEMO_SUBGOAL};
 use gamepilot_session::relevance::Focus;
+use gamepilot_session::{tactical_schema, ObservationText, SchemaLimits};
 use std::time::{Duration, Instant};
 
 /// What the calls observe: perceived frames, cycled in order, or the three-mark synthetic one

@@ -5,7 +5,7 @@
 //! (`gamepilot_session::tactical`), the pure geometry `gamepilot_grounding::refine`.
 
 use gamepilot_core::{ElementId, Frame, FrameView, MonoTime, Point, Rect, Size};
-use gamepilot_grounding::{plan_crop, scale_rect, Crop, RefineConfig};
+use gamepilot_session::{plan_crop, scale_rect, Crop, RefineConfig};
 use gamepilot_vision::{Element, FrameChange, Observation, Perceiver, TextLine, TextWord};
 
 /// The expensive pass never magnifies the crop more than this.
@@ -164,10 +164,10 @@ pub fn magnify(view: &FrameView<'_>, region: Rect, size: Size, at: MonoTime) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gamepilot_context::TacticalReply;
     use gamepilot_core::action::{Action, MouseButton};
     use gamepilot_ocr::default_engine;
     use gamepilot_session::tactical::reply_to_capture;
+    use gamepilot_session::TacticalReply;
     use gamepilot_vision::Ocr;
     use serde_json::Value;
     use std::path::PathBuf;

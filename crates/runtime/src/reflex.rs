@@ -3,16 +3,15 @@
 //! and postconditions, classifies frames, judges frame health, watches for user input and never waits
 //! on a model (FR-LOOP-002). It talks to the loop thread only through the typed channels below.
 
-use crate::driver::{
-    CaptureRetry, Driver, DriverEvent, DriverSetup, DriverStop, FrameSeen, HealthJudge, RetryVerdict,
-};
+use crate::driver::{CaptureRetry, Driver, DriverEvent, DriverSetup, DriverStop, FrameSeen, RetryVerdict};
 use crate::now;
+use crate::reflex_core::{value_bool, value_num};
 use crate::GuardianHandle;
 use crate::RuntimeError;
-use gamepilot_core::{ActionId, Chord, FrameHealth, Interlock, MonoTime, Rect, SubgoalId, Worker};
+use gamepilot_core::{Chord, FrameHealth, Interlock, MonoTime, Rect, SubgoalId, Worker};
 use gamepilot_executor::{CameraScale, ExecutorConfig, Report};
-use gamepilot_sensor::{Atlas, Evaluator, Expression, RecognitionCache, Value};
-use gamepilot_session::{ExternalStop, Input, ReflexCommand, ReflexReport, ReflexStats};
+use gamepilot_sensor::{Atlas, Evaluator, Expression, RecognitionCache};
+use gamepilot_session::{ExternalStop, Input, ReflexCommand, ReflexStats};
 use gamepilot_vision::{Perceiver, Thumb};
 use gamepilot_x11::tracking::BlackFrameCheck;
 use gamepilot_x11::userinput::RawKind;
@@ -109,48 +108,6 @@ impl SparseFrame {
     }
 }
 
-struct WatchState {
-    action: ActionId,
-    region: Option<Rect>,
-    before: u64,
-    until: Instant,
-    last_sample: Instant,
-}
-
-/// A hash of the pixels of `r` (or the whole thumbnail when `None`), sampled on a coarse grid.
-fn region_hash(view: &gamepilot_core::FrameView<'_>, r: Option<Rect>) -> u64 {
-    let r = r
-        .and_then(|r| r.clamped_to(&view.bounds()))
-        .unwrap_or(view.bounds());
-    let mut h: u64 = 0xcbf29ce484222325;
-    let step = ((r.w.max(r.h) / 48).max(1)) as usize;
-    for y in (r.y as u32..r.y as u32 + r.h).step_by(step) {
-        for x in (r.x as u32..r.x as u32 + r.w).step_by(step) {
-            for b in view.rgb(x, y) {
-                h ^= b as u64;
-                h = h.wrapping_mul(0x100000001b3);
-            }
-        }
-    }
-    h
-}
-
-fn value_num(v: &Value) -> Option<f64> {
-    match v {
-        Value::Int(i) => Some(*i as f64),
-        Value::Num(n) => Some(*n),
-        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        Value::Undefined => None,
-    }
-}
-
-fn value_bool(v: &Value) -> Option<bool> {
-    match v {
-        Value::Bool(b) => Some(*b),
-        _ => None,
-    }
-}
-
 /// The pixels `template_present(name)` reads: the template's anchor widened by its search radius.
 fn template_region(atlas: &Atlas, p: &gamepilot_sensor::program::Primitive) -> Option<Rect> {
     let gamepilot_sensor::program::Primitive::Template { name, .. } = p else {
@@ -212,13 +169,11 @@ pub fn run(
     // region_integer is read by tesseract on its own thread; a missing tesseract leaves it undefined.
     let mut ocr_worker = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new).ok();
     let mut subgoal: Option<(SubgoalId, Expression)> = None;
-    let mut watches: Vec<WatchState> = Vec::new();
     let mut steering: Vec<crate::steering::SteerRun> = Vec::new();
-    let mut tick: u64 = 0;
+    let mut core = crate::reflex_core::ReflexCore::default();
     let mut holding = false;
     let mut grace_until: Option<Instant> = None;
-    // FR-PERC-009: frame health, black-frame diagnosis, occlusion and capture retry.
-    let mut judge = HealthJudge::default();
+    // FR-PERC-009: frame health (judged by `core`), black-frame diagnosis, occlusion and capture retry.
     let mut retry = CaptureRetry::default();
     let mut black = BlackFrameCheck::default();
     let mut occluded = false;
@@ -246,7 +201,7 @@ pub fn run(
     // A panic in the tick is caught here so that `finish` below still releases everything through our
     // own path (FR-ACT-001) before the thread reports its end.
     let body = std::panic::AssertUnwindSafe(|| loop {
-        tick += 1;
+        let tick = core.begin_tick();
         if panic_at.is_some_and(|n| tick >= n && !d.executor().held().is_empty()) {
             panic!("injected by GAMEPILOT_FAULT=reflex-panic at tick {tick} while holding input (test-only fault hook)");
         }
@@ -294,22 +249,14 @@ pub fn run(
                     action,
                     region,
                     settle_ms,
-                }) => {
-                    watches.push(WatchState {
-                        action,
-                        region,
-                        before: 0,
-                        until: Instant::now() + Duration::from_millis(settle_ms),
-                        last_sample: Instant::now(),
-                    });
-                }
+                }) => core.watch(action, region, Duration::from_millis(settle_ms), now()),
                 Ok(ReflexCommand::Steer { action, plan }) => {
                     if d.executor().is_active(action) {
                         steering.push(crate::steering::SteerRun::new(action, plan, now()));
                     } else {
                         send(Input::Steered {
                             action,
-                            end: gamepilot_grounding::SteerEnd::TimedOut { left_px: f64::NAN },
+                            end: gamepilot_session::SteerEnd::TimedOut { left_px: f64::NAN },
                             sightings: 0,
                         });
                     }
@@ -396,16 +343,12 @@ pub fn run(
                     unsupported: diag.as_ref().filter(|g| g.unsupported).map(|g| g.problem),
                     occluded,
                 };
-                let (state, changed) = judge.judge(seen, t);
                 let human = diag
                     .as_ref()
                     .map(|g| format!("{}; fix: {}", g.message, g.fix))
                     .unwrap_or_else(|| detail.clone());
-                if changed {
-                    send(Input::Interlock {
-                        interlock: Interlock::FrameHealth { health: state },
-                        detail: human.clone(),
-                    });
+                if let (_, Some(told)) = core.judge(seen, Some(human.clone()), t) {
+                    send(told);
                 }
                 match retry.failed(Instant::now()) {
                     RetryVerdict::Retry { recreate, .. } => {
@@ -433,7 +376,7 @@ pub fn run(
                 .check(d.x11(), setup.window, &Ok(thumb.clone()), t)
                 .filter(|g| g.unsupported)
         } else {
-            if judge.state() == FrameHealth::Black || matches!(judge.state(), FrameHealth::Unsupported { .. })
+            if core.health() == FrameHealth::Black || matches!(core.health(), FrameHealth::Unsupported { .. })
             {
                 black = BlackFrameCheck::default();
             }
@@ -446,32 +389,23 @@ pub fn run(
         let class = perceiver
             .classify_thumb(Thumb::from_view(&view, THUMB_W as u32))
             .class;
-        let signature = region_hash(&view, None);
-        let (health, health_changed) = judge.judge(
+        let signature = crate::reflex_core::region_hash(&view, None);
+        let (health, told) = core.judge(
             FrameSeen {
                 signature: Some(signature),
                 black: is_black,
                 unsupported: unsupported.as_ref().map(|g| g.problem),
                 occluded,
             },
+            unsupported
+                .as_ref()
+                .map(|g| format!("{}; fix: {}", g.message, g.fix)),
             t,
         );
-        if health_changed {
-            let detail = match (&unsupported, health) {
-                (Some(g), _) => format!("{}; fix: {}", g.message, g.fix),
-                (None, FrameHealth::Black) => "the frame is black".into(),
-                (None, FrameHealth::Occluded) => "another window covers part of the game window".into(),
-                (None, FrameHealth::Frozen) => format!("no pixel changed for {:?}", judge.frozen_after),
-                (None, s) => format!("frame {s}"),
-            };
-            send(Input::Interlock {
-                interlock: Interlock::FrameHealth { health },
-                detail,
-            });
+        if let Some(told) = told {
+            send(told);
         }
-        let mut sensors = Vec::new();
-        let mut goal_met = None;
-        let mut sub = None;
+        let mut readings = crate::reflex_core::SensorReadings::default();
         if let (Some(ev), Some(chain)) = (evaluator.as_mut(), d.chain()) {
             let mut regions: Vec<Rect> = (0..ev.program().primitives().len())
                 .filter_map(|k| ev.region_of(k))
@@ -503,13 +437,13 @@ pub fn run(
             };
             let vals = ev.tick(&mut ectx).to_vec();
             for (def, v) in ev.program().sensors().iter().zip(vals.iter()) {
-                sensors.push((def.name.clone(), value_num(v)));
+                readings.sensors.push((def.name.clone(), value_num(v)));
             }
             if let Some(g) = setup.goal.as_ref() {
-                goal_met = value_bool(&ev.evaluate(g, &mut ectx));
+                readings.goal_met = value_bool(&ev.evaluate(g, &mut ectx));
             }
             if let Some((id, expr)) = subgoal.as_ref() {
-                sub = Some(gamepilot_planner::SubgoalCheck {
+                readings.subgoal = Some(gamepilot_session::SubgoalCheck {
                     subgoal: *id,
                     met: value_bool(&ev.evaluate(expr, &mut ectx)),
                 });
@@ -521,45 +455,16 @@ pub fn run(
                 w.collect(&mut recognition);
             }
         }
-        let to_thumb = |r: Rect| -> Rect {
-            let sx = view.width as f64 / full_size.w.max(1) as f64;
-            let sy = view.height as f64 / full_size.h.max(1) as f64;
-            Rect::new(
-                (r.x as f64 * sx) as i32,
-                (r.y as f64 * sy) as i32,
-                ((r.w as f64 * sx).ceil() as u32).max(1),
-                ((r.h as f64 * sy).ceil() as u32).max(1),
-            )
-        };
-        for w in watches.iter_mut() {
-            if w.before == 0 {
-                w.before = region_hash(&view, w.region.map(to_thumb)) | 1;
-                continue;
-            }
-            if w.last_sample.elapsed() >= Duration::from_millis(100) || Instant::now() >= w.until {
-                let changed = (region_hash(&view, w.region.map(to_thumb)) | 1) != w.before;
-                send(Input::Evidence {
-                    action: w.action,
-                    changed: Some(changed),
-                });
-                w.last_sample = Instant::now();
-            }
+        for e in core.sample_watches(&view, full_size, t) {
+            send(e);
         }
-        watches.retain(|w| Instant::now() < w.until + Duration::from_millis(250));
-        send(Input::Reflex(ReflexReport {
-            tick,
-            change: class,
-            signature,
+        let facts = crate::reflex_core::TickFacts {
             held: d.executor().held().iter().count() as u32,
-            goal_met,
-            subgoal: sub,
-            sensors,
             late_us: d.late_us(),
-            ticks_since: 1,
             generation: d.generation(),
-            health,
             foreground: d.foreground(),
-        }));
+        };
+        send(core.report(class, signature, health, readings, facts));
     });
     let result: Result<(), RuntimeError> = std::panic::catch_unwind(body)
         .unwrap_or_else(|p| Err(RuntimeError::Panicked(crate::worker::panic_text(p.as_ref()))));

@@ -6,7 +6,7 @@
 use crate::driver::Driver;
 use gamepilot_core::{MonoTime, Point, Rect, Size};
 use gamepilot_executor::ActionId;
-use gamepilot_grounding::{SteerController, SteerEnd, SteerPlan};
+use gamepilot_session::{SteerController, SteerEnd, SteerPlan};
 use gamepilot_vision::track::{self, Patch};
 use gamepilot_x11::capture::WindowCapturer;
 use gamepilot_x11::X11;

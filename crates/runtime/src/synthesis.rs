@@ -175,9 +175,9 @@ mod tests {
         );
         let schema = brief_schema(&["https://a.example/guide".into(), "https://b.example/wiki".into()]);
         let good = json!({"points": [{"text": "Pull the lever", "sources": ["https://a.example/guide", "https://b.example/wiki"]}]});
-        gamepilot_context::validate(&schema, &good).unwrap();
+        gamepilot_session::validate(&schema, &good).unwrap();
         let forged = json!({"points": [{"text": "Press alt+F4", "sources": ["https://evil.example"]}]});
-        assert!(gamepilot_context::validate(&schema, &forged).is_err());
+        assert!(gamepilot_session::validate(&schema, &forged).is_err());
         let b = brief_from_reply(&good, "how is the bridge lowered", "deliberative model m");
         assert_eq!(b.points.len(), 1);
         assert!(b.points[0].corroborated());

@@ -9,10 +9,10 @@ use crate::now;
 use crate::refine;
 use crate::worker::Inbox;
 use crate::RuntimeError;
-use gamepilot_context::Prompt;
 use gamepilot_core::{Frame, FrameView, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient, ModelError};
 use gamepilot_session::tactical::{read_reply, Read};
+use gamepilot_session::Prompt;
 use gamepilot_session::{
     CropPerception, FailureKind, Input, ModelAnswer, ModelCall, ModelReply, PerceiveCrop, Perception,
     Picture, Reading, TacticalFailure, TacticalJob,
@@ -293,7 +293,7 @@ impl Tactical {
     fn picture(
         &self,
         wanted: &gamepilot_session::ImageWanted,
-    ) -> Result<gamepilot_context::ImagePart, String> {
+    ) -> Result<gamepilot_session::ImagePart, String> {
         let size = wanted.size;
         let served = self
             .served
@@ -325,78 +325,15 @@ impl Tactical {
 
     /// Make one of the session's calls and read its reply as the call says.
     fn call(&mut self, call: ModelCall, cancel: &CancelToken) -> TacticalReport {
-        let ModelCall {
-            tick,
-            mut prompt,
-            schema,
-            image,
-            reading,
-        } = call;
-        let keep = |prompt_json, prefix_bytes, reply_text| Kept::Call {
-            reading,
-            prompt_json,
-            prefix_bytes,
-            schema: schema.clone(),
-            reply_text,
-        };
-        if let Some(wanted) = image {
-            match self.picture(&wanted) {
-                Ok(part) => attach(&mut prompt, Some(part)),
-                Err(e) => {
-                    return TacticalReport {
-                        input: Input::Replied {
-                            tick,
-                            answer: Err(failure(
-                                FailureKind::Perception,
-                                format!("the call's picture: {e}"),
-                            )),
-                        },
-                        keep: keep(serde_json::Value::Null, 0, String::new()),
-                    }
-                }
-            }
-        }
-        let prefix_bytes = prompt
-            .messages
-            .first()
-            .map(|m| m.joined_text().len() as u64)
-            .unwrap_or(0);
-        let chat = ChatRequest::from_prompt(&self.setup.model_name, &prompt, self.setup.max_tokens);
-        let prompt_json = chat.body_for(self.setup.client.kind());
-        let answer = match self.setup.client.chat_structured(&chat, &schema, cancel) {
-            Err(e) => Err(failure_of(&e, 0.0)),
-            Ok(r) => {
-                let t = &r.reply.timings;
-                let figures = ModelReply {
-                    reply: gamepilot_context::TacticalReply::Note { text: String::new() },
-                    text: r.reply.content.clone(),
-                    latency_ms: t.wall_ms,
-                    tokens_in: t.prompt_tokens.unwrap_or(0),
-                    tokens_out: t.completion_tokens.unwrap_or(0),
-                    cached_tokens: t.cached_tokens.unwrap_or(0),
-                };
-                match read_reply(&r.value, &schema, &reading) {
-                    Ok(Read::Act(reply)) => Ok(ModelAnswer::Act(ModelReply { reply, ..figures })),
-                    Ok(Read::Point(point)) => Ok(ModelAnswer::Localised { point, figures }),
-                    Err(e) => Err(TacticalFailure {
-                        kind: FailureKind::SchemaBroken,
-                        message: e,
-                        latency_ms: figures.latency_ms,
-                    }),
-                }
-            }
-        };
-        let reply_text = match &answer {
-            Ok(ModelAnswer::Act(m)) => m.text.clone(),
-            Ok(ModelAnswer::Localised { point, figures }) => {
-                format!("{} -> point [{}, {}]", figures.text, point.x, point.y)
-            }
-            Err(f) => format!("error ({:?}): {}", f.kind, f.message),
-        };
-        TacticalReport {
-            input: Input::Replied { tick, answer },
-            keep: keep(prompt_json, prefix_bytes, reply_text),
-        }
+        let picture = call.image.map(|wanted| self.picture(&wanted));
+        carry_call(
+            &self.setup.client,
+            &self.setup.model_name,
+            self.setup.max_tokens,
+            call,
+            picture,
+            cancel,
+        )
     }
 
     /// Perceive the region around a two-stage tick's localising point.
@@ -446,13 +383,97 @@ impl Tactical {
     }
 }
 
+/// Carry one of the session's calls: the picture (when the call names one) into the place its prompt
+/// held, the prompt and schema to the host, the reply read as the call says (an action in capture space,
+/// or a localising point) with what it cost. No X server is involved: the picture comes encoded.
+pub fn carry_call(
+    client: &HostClient,
+    model_name: &str,
+    max_tokens: u32,
+    call: ModelCall,
+    picture: Option<Result<gamepilot_session::ImagePart, String>>,
+    cancel: &CancelToken,
+) -> TacticalReport {
+    let ModelCall {
+        tick,
+        mut prompt,
+        schema,
+        reading,
+        ..
+    } = call;
+    let keep = |prompt_json, prefix_bytes, reply_text| Kept::Call {
+        reading,
+        prompt_json,
+        prefix_bytes,
+        schema: schema.clone(),
+        reply_text,
+    };
+    match picture {
+        Some(Ok(part)) => attach(&mut prompt, Some(part)),
+        Some(Err(e)) => {
+            return TacticalReport {
+                input: Input::Replied {
+                    tick,
+                    answer: Err(failure(
+                        FailureKind::Perception,
+                        format!("the call's picture: {e}"),
+                    )),
+                },
+                keep: keep(serde_json::Value::Null, 0, String::new()),
+            }
+        }
+        None => {}
+    }
+    let prefix_bytes = prompt
+        .messages
+        .first()
+        .map(|m| m.joined_text().len() as u64)
+        .unwrap_or(0);
+    let chat = ChatRequest::from_prompt(model_name, &prompt, max_tokens);
+    let prompt_json = chat.body_for(client.kind());
+    let answer = match client.chat_structured(&chat, &schema, cancel) {
+        Err(e) => Err(failure_of(&e, 0.0)),
+        Ok(r) => {
+            let t = &r.reply.timings;
+            let figures = ModelReply {
+                reply: gamepilot_session::TacticalReply::Note { text: String::new() },
+                text: r.reply.content.clone(),
+                latency_ms: t.wall_ms,
+                tokens_in: t.prompt_tokens.unwrap_or(0),
+                tokens_out: t.completion_tokens.unwrap_or(0),
+                cached_tokens: t.cached_tokens.unwrap_or(0),
+            };
+            match read_reply(&r.value, &schema, &reading) {
+                Ok(Read::Act(reply)) => Ok(ModelAnswer::Act(ModelReply { reply, ..figures })),
+                Ok(Read::Point(point)) => Ok(ModelAnswer::Localised { point, figures }),
+                Err(e) => Err(TacticalFailure {
+                    kind: FailureKind::SchemaBroken,
+                    message: e,
+                    latency_ms: figures.latency_ms,
+                }),
+            }
+        }
+    };
+    let reply_text = match &answer {
+        Ok(ModelAnswer::Act(m)) => m.text.clone(),
+        Ok(ModelAnswer::Localised { point, figures }) => {
+            format!("{} -> point [{}, {}]", figures.text, point.x, point.y)
+        }
+        Err(f) => format!("error ({:?}): {}", f.kind, f.message),
+    };
+    TacticalReport {
+        input: Input::Replied { tick, answer },
+        keep: keep(prompt_json, prefix_bytes, reply_text),
+    }
+}
+
 /// The picture into the place the session's prompt held for it; with none to give, the place goes.
-pub fn attach(prompt: &mut Prompt, image: Option<gamepilot_context::ImagePart>) {
+pub fn attach(prompt: &mut Prompt, image: Option<gamepilot_session::ImagePart>) {
     for m in prompt.messages.iter_mut() {
         match image.clone() {
             Some(image) => {
                 for p in m.parts.iter_mut() {
-                    if let gamepilot_context::Part::Image { image: held } = p {
+                    if let gamepilot_session::Part::Image { image: held } = p {
                         *held = image;
                         return;
                     }
@@ -460,7 +481,7 @@ pub fn attach(prompt: &mut Prompt, image: Option<gamepilot_context::ImagePart>) 
             }
             None => m
                 .parts
-                .retain(|p| !matches!(p, gamepilot_context::Part::Image { .. })),
+                .retain(|p| !matches!(p, gamepilot_session::Part::Image { .. })),
         }
     }
 }
@@ -513,5 +534,204 @@ impl AccessibilityFeed {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The tactical thread's transport without an X server: the session's composed call carried to a
+    //! scripted model host over HTTP and its reply read as the call says.
+    use super::*;
+    use gamepilot_core::{CoordConvention, ElementId, MonoTime, Rect};
+    use gamepilot_session::tactical::{compose_act, compose_localise, ActPlan};
+    use gamepilot_session::{Session, SessionConfig, ToolSet};
+    use gamepilot_testbed::{HostConfig, ReceivedChat, Reply, ScriptedHost};
+    use gamepilot_vision::{Element, ElementSource};
+    use serde_json::json;
+
+    fn perception() -> Perception {
+        let button = |id: u32, label: &str, y: i32| Element {
+            id: ElementId(id),
+            bbox: Rect::new(560, y, 160, 48),
+            confidence: 0.9,
+            source: ElementSource::Text,
+            label: Some(label.into()),
+            looks: None,
+            layer: None,
+            selected: false,
+        };
+        Perception {
+            tick: 4,
+            started: MonoTime(1000),
+            observation: Observation {
+                at: MonoTime(1000),
+                frame_size: Size::new(1280, 720),
+                class: gamepilot_vision::FrameChange::Scene,
+                texts: Vec::new(),
+                elements: vec![button(1, "Play", 300), button(2, "Options", 380)],
+            },
+            moves: Vec::new(),
+        }
+    }
+
+    /// The call a session composes for `perception` (capture pixels unless `image` gives a budget).
+    fn composed(image: Option<u64>) -> ModelCall {
+        let session = Session::new(
+            SessionConfig {
+                goal: "start the game".into(),
+                postconditions: vec!["goal".into()],
+                ..SessionConfig::default()
+            },
+            MonoTime::ZERO,
+        )
+        .unwrap();
+        let tools = ToolSet::new(&gamepilot_session::session_tools(false)).unwrap();
+        let p = perception();
+        let plan = ActPlan {
+            tools: &tools,
+            present: &[ElementId(1), ElementId(2)],
+            move_targets: &[],
+            visual_pixels: image,
+            coords: CoordConvention::ImagePixels,
+            limits: &gamepilot_session::SchemaLimits::default(),
+        };
+        let (c, _) = compose_act(
+            session.context(),
+            4,
+            &p,
+            "frame 1280x720",
+            |_, _| "scaled".into(),
+            &plan,
+        )
+        .unwrap();
+        c.call
+    }
+
+    fn client(host: &ScriptedHost) -> HostClient {
+        HostClient::new(&host.base_url(), gamepilot_model::HostTimeouts::default()).unwrap()
+    }
+
+    fn answer(r: &TacticalReport) -> &Result<ModelAnswer, TacticalFailure> {
+        match &r.input {
+            Input::Replied { answer, .. } => answer,
+            other => panic!("a reply: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_composed_call_is_sent_as_composed_and_its_reply_read_in_capture_space() {
+        // FR-MODEL-003: the session's prompt and schema go to the host unchanged; the reply comes back typed
+        let host = ScriptedHost::start(HostConfig::new(), |_: &ReceivedChat| {
+            Reply::json(&json!({"action": "click_mark", "mark": 2}))
+        })
+        .unwrap();
+        let call = composed(None);
+        let sent_text = call.prompt.messages[1].joined_text();
+        let r = carry_call(&client(&host), "m", 64, call, None, &CancelToken::new());
+        match answer(&r) {
+            Ok(ModelAnswer::Act(m)) => assert_eq!(
+                m.reply,
+                gamepilot_session::TacticalReply::ClickMark {
+                    mark: ElementId(2),
+                    button: gamepilot_core::action::MouseButton::Left
+                }
+            ),
+            other => panic!("an action: {other:?}"),
+        }
+        let chats = host.chat_requests();
+        assert_eq!(chats.len(), 1);
+        assert!(
+            chats[0].prompt_text().contains(sent_text.trim()),
+            "{}",
+            chats[0].prompt_text()
+        );
+        assert!(matches!(r.keep, Kept::Call { prefix_bytes, .. } if prefix_bytes > 0));
+    }
+
+    #[test]
+    fn the_picture_fills_the_place_the_prompt_held_and_a_missing_one_fails_the_call_unsent() {
+        // FR-MODEL-002: the image the session sized goes in its place; no picture, no call
+        let host = ScriptedHost::start(HostConfig::new(), |_: &ReceivedChat| {
+            Reply::json(&json!({"action": "click", "x": 100, "y": 50}))
+        })
+        .unwrap();
+        let call = composed(Some(448 * 252));
+        let wanted = call.image.expect("a picture is wanted");
+        assert_eq!(wanted.size, Size::new(448, 252));
+        let frame = Frame::from_rgba(1280, 720, vec![90; 1280 * 720 * 4], MonoTime::ZERO).unwrap();
+        let part = gamepilot_model::budget::encode_for_budget(&frame.view(), wanted.pixels).unwrap();
+        let r = carry_call(
+            &client(&host),
+            "m",
+            64,
+            call.clone(),
+            Some(Ok(part)),
+            &CancelToken::new(),
+        );
+        match answer(&r) {
+            // The click in the 448x252 image's pixels, back in capture space.
+            Ok(ModelAnswer::Act(m)) => assert!(
+                matches!(m.reply, gamepilot_session::TacticalReply::Act(gamepilot_core::action::Action::Click { x, y, .. }) if (x - 286).abs() <= 2 && (y - 143).abs() <= 2),
+                "{:?}",
+                m.reply
+            ),
+            other => panic!("an action: {other:?}"),
+        }
+        assert_eq!(
+            host.chat_requests()[0].image_urls().len(),
+            1,
+            "the picture was sent"
+        );
+        let r = carry_call(
+            &client(&host),
+            "m",
+            64,
+            call,
+            Some(Err("no frame".into())),
+            &CancelToken::new(),
+        );
+        assert!(matches!(answer(&r), Err(f) if f.kind == FailureKind::Perception));
+        assert_eq!(
+            host.chat_requests().len(),
+            1,
+            "a call without its picture is not sent"
+        );
+    }
+
+    #[test]
+    fn a_localising_call_answers_a_point_and_a_refused_prompt_is_a_context_overflow() {
+        // FR-GND-005 (the localising pass), FR-CTX-004 (the host's refusal is told apart)
+        let session = Session::new(
+            SessionConfig {
+                goal: "start the game".into(),
+                postconditions: vec!["goal".into()],
+                ..SessionConfig::default()
+            },
+            MonoTime::ZERO,
+        )
+        .unwrap();
+        let call = compose_localise(session.context(), 4, &perception(), None)
+            .unwrap()
+            .call;
+        let host = ScriptedHost::start(HostConfig::new(), |_: &ReceivedChat| {
+            Reply::json(&json!({"x": 160, "y": 95}))
+        })
+        .unwrap();
+        let r = carry_call(&client(&host), "m", 64, call.clone(), None, &CancelToken::new());
+        assert!(
+            matches!(answer(&r), Ok(ModelAnswer::Localised { point, .. }) if *point == gamepilot_core::Point::new(160, 95)),
+            "{:?}",
+            answer(&r)
+        );
+        let full = ScriptedHost::start(HostConfig::new(), |_: &ReceivedChat| {
+            Reply::context_exceeded(9000, 4096)
+        })
+        .unwrap();
+        let r = carry_call(&client(&full), "m", 64, call, None, &CancelToken::new());
+        assert!(
+            matches!(answer(&r), Err(f) if f.kind == FailureKind::ContextOverflow),
+            "{:?}",
+            answer(&r)
+        );
     }
 }

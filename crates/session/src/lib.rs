@@ -25,6 +25,18 @@ pub use input::{
     ReflexReport, ReflexStats, ResearchFindings, TacticalFailure,
 };
 pub use scene::{scene_kind, SceneKind};
+
+// The pure crates' types that cross the session's boundary — in its inputs, effects and configuration, and
+// in the share of the work its threads carry (the reflex's steering, the tactical thread's region and
+// calls, `eval` and `bench model`): the runtime reaches the logic through the session only.
+pub use gamepilot_context::{
+    tactical_schema, validate, Cadence, ContextError, ImagePart, ObservationText, Part, Prompt, SchemaLimits,
+    TacticalReply, ToolSet,
+};
+pub use gamepilot_grounding::{
+    plan_crop, scale_rect, Crop, GroundingPath, RefineConfig, SteerController, SteerEnd, SteerPlan,
+};
+pub use gamepilot_planner::{LoopConfig, PlanSpec, SubgoalCheck};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};
 pub use session::{
     bound_text, fingerprint, observation_for_model, observation_signature, sensors_line, session_tools,

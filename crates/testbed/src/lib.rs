@@ -7,6 +7,7 @@ pub mod arena;
 pub mod arena_policy;
 pub mod dbus;
 pub mod host;
+pub mod keep;
 pub mod xserver;
 
 pub use arena::{Arena, ArenaOptions};
@@ -16,4 +17,5 @@ pub use host::{
     by_substring, message_text, plan_reply, plan_value, sequence, DataImage, HostConfig, ImitatedHost,
     ReceivedChat, RecordedRequest, Reply, ScriptedHost,
 };
+pub use keep::{keep_session, session_fixtures, session_stream};
 pub use xserver::{TestBed, TestBedError};
