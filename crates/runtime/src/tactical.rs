@@ -574,17 +574,19 @@ mod tests {
         }
     }
 
+    /// A fresh session, for its context.
+    fn session() -> Session {
+        let cfg = SessionConfig {
+            goal: "start the game".into(),
+            postconditions: vec!["goal".into()],
+            ..SessionConfig::default()
+        };
+        Session::new(cfg, MonoTime::ZERO).unwrap()
+    }
+
     /// The call a session composes for `perception` (capture pixels unless `image` gives a budget).
     fn composed(image: Option<u64>) -> ModelCall {
-        let session = Session::new(
-            SessionConfig {
-                goal: "start the game".into(),
-                postconditions: vec!["goal".into()],
-                ..SessionConfig::default()
-            },
-            MonoTime::ZERO,
-        )
-        .unwrap();
+        let session = session();
         let tools = ToolSet::new(&gamepilot_session::session_tools(false)).unwrap();
         let p = perception();
         let plan = ActPlan {
@@ -701,15 +703,7 @@ mod tests {
     #[test]
     fn a_localising_call_answers_a_point_and_a_refused_prompt_is_a_context_overflow() {
         // FR-GND-005 (the localising pass), FR-CTX-004 (the host's refusal is told apart)
-        let session = Session::new(
-            SessionConfig {
-                goal: "start the game".into(),
-                postconditions: vec!["goal".into()],
-                ..SessionConfig::default()
-            },
-            MonoTime::ZERO,
-        )
-        .unwrap();
+        let session = session();
         let call = compose_localise(session.context(), 4, &perception(), None)
             .unwrap()
             .call;

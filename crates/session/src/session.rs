@@ -9,6 +9,7 @@ use crate::effect::{
     ConfirmationJob, DeliberationJob, Effect, ReflexCommand, ResearchJob, SessionRecord, SessionStop,
     TacticalJob,
 };
+use crate::host_health::{HostHealth, HostVerdict};
 use crate::input::{
     ConfirmationAnswer, FailureKind, Input, ModelReply, PlanOutcome, ReflexReport, ReflexStats,
     ResearchFindings, TacticalFailure, TacticalOutcome,
@@ -312,8 +313,7 @@ pub struct Session {
     deferred: Vec<Event>,
     /// The host's context as the session started (a degrade restore never goes past it).
     host_context_tokens: u32,
-    /// The degrade ladder is restarting the tactical host: no tactical call starts meanwhile.
-    tactical_host_restarting: bool,
+    /// The ladder's retry rung: the last reply, grounded again on a fresh observation.
     retry: Option<TacticalReply>,
     last_observation: String,
     /// The size of the latest perceived frame (the deliberative pass's picture is that frame).
@@ -328,10 +328,9 @@ pub struct Session {
     deliberation: Option<(u64, Trigger, bool)>,
     stop: Option<SessionStop>,
     stopped_by: Option<String>,
-    /// Consecutive tactical calls the host refused as too large.
-    overflow_streak: u32,
-    /// Consecutive unreachable-host failures and when the streak began.
-    host_streak: (u32, MonoTime),
+    /// The tactical host's health from its calls' outcomes (and whether the degrade ladder is restarting
+    /// it: no tactical call starts meanwhile).
+    host: HostHealth,
     /// Failures the session attributes itself (action choice, perception), beside the loop logic's.
     extra_failures: FailureHistogram,
     /// Verdicts confirmed since the last progress-sensor increase (action choice evidence).
@@ -376,13 +375,6 @@ struct Asking {
 /// A refuted scene change within the settle window and a confirmed-without-progress streak this long
 /// name their causes (FR-GND-008).
 const ACTION_CHOICE_STREAK: u32 = 6;
-/// After a compaction the host may still refuse once (its own count differs from the estimate); the
-/// second refusal in a row stops the session.
-const OVERFLOW_STOP_STREAK: u32 = 2;
-/// The host is taken as gone (killed, crashed) after this many unreachable/transport failures in a row
-/// spanning at least `HOST_GONE_AFTER_MS`: the session stops, named, instead of idling to its budget.
-const HOST_GONE_STREAK: u32 = 4;
-const HOST_GONE_AFTER_MS: u64 = 5_000;
 
 /// A FNV-1a hash (stable across runs and platforms) for prompt fingerprints.
 pub fn fingerprint(text: &str) -> u64 {
@@ -568,7 +560,6 @@ impl Session {
             last_print: None,
             deferred: Vec::new(),
             host_context_tokens: cfg.context_tokens,
-            tactical_host_restarting: false,
             retry: None,
             last_observation: String::from("(nothing observed yet)"),
             last_frame_size: None,
@@ -580,8 +571,7 @@ impl Session {
             deliberation: None,
             stop: None,
             stopped_by: None,
-            overflow_streak: 0,
-            host_streak: (0, MonoTime::ZERO),
+            host: HostHealth::default(),
             extra_failures: FailureHistogram::new(),
             confirmed_since_progress: 0,
             last_progress: None,
@@ -784,7 +774,7 @@ impl Session {
                     text: h.detail.clone(),
                 }));
                 if h.host == "tactical" {
-                    self.tactical_host_restarting = h.restarting;
+                    self.host.restarting = h.restarting;
                     if let Some(why) = h.failed {
                         self.finish(
                             SessionStop::ModelHostGone {
@@ -993,7 +983,9 @@ impl Session {
                             }
                             self.begin_safe_return(now, out);
                         }
-                        _ => {}
+                        // The replan rung's pass is the loop logic's own `StartDeliberation`; the last
+                        // rung's stop arrives as its `Stop`.
+                        Rung::Replan | Rung::StopAndNotify => {}
                     }
                 }
                 // FR-GND-008: actions that worked, many in a row, with no progress are the wrong actions,
@@ -1018,7 +1010,20 @@ impl Session {
                     };
                     self.finish(SessionStop::Loop { reason, by }, out);
                 }
-                _ => {}
+                // Each of these is recorded with the step that produced it (`SessionRecord::LoopStep`) and
+                // acts no further here: a kept or refused plan leaves the plan block as it is (a refusal's
+                // reason reaches the model through the re-asked pass), the grounding path is read where
+                // the tick starts, suppression is the loop logic's own (its `Exclude` is what the tick
+                // uses), a stuck signal without a streak of confirmed actions is the ladder's to answer, a
+                // reset ladder has nothing to undo here, and evidence the verifier could not use was
+                // already ignored by it.
+                Command::PlanKept { .. }
+                | Command::PlanRejected { .. }
+                | Command::UsePath { .. }
+                | Command::Suppress { .. }
+                | Command::Stuck { .. }
+                | Command::LadderReset { .. }
+                | Command::BadEvidence { .. } => {}
             }
         }
     }
@@ -1256,7 +1261,7 @@ impl Session {
             || self.held.is_some()
             || self.user_paused.is_some()
             || self.behind.is_some()
-            || self.tactical_host_restarting
+            || self.host.restarting
             || !self.actions.is_empty()
             || self.probe_running.is_some()
             || self.state.active_subgoal().is_none()
@@ -1789,57 +1794,23 @@ impl Session {
                     "(model call)",
                     format!("failed: {}", f.message),
                 ));
-                match f.kind {
-                    FailureKind::ContextOverflow => {
-                        self.overflow_streak += 1;
-                        if self.overflow_streak >= OVERFLOW_STOP_STREAK {
-                            self.finish(
-                                SessionStop::PromptTooLarge {
-                                    detail: format!(
-                                        "the host refused {} prompts in a row as larger than its context, even after compaction: {}",
-                                        self.overflow_streak, f.message
-                                    ),
-                                },
-                                out,
-                            );
-                        } else {
-                            let tokens = self.estimate_prompt_tokens(now).max(self.cfg.context_tokens);
-                            self.compact(tokens, now, out);
-                            // The host's count is higher than our estimate: shrink what we send.
-                            self.cfg.observation_max_bytes = (self.cfg.observation_max_bytes / 2).max(400);
-                        }
-                    }
-                    FailureKind::SchemaBroken => self.numbers.schema_violations += 1,
-                    FailureKind::Host => {
-                        if self.host_streak.0 == 0 {
-                            self.host_streak.1 = now;
-                        }
-                        self.host_streak.0 += 1;
-                        let (n, since) = self.host_streak;
-                        let span_ms = now.0.saturating_sub(since.0) / 1000;
-                        if n >= HOST_GONE_STREAK && span_ms >= HOST_GONE_AFTER_MS {
-                            self.finish(
-                                SessionStop::ModelHostGone {
-                                    detail: format!(
-                                        "{n} tactical calls in a row over {:.1} s could not reach the model host: {}",
-                                        span_ms as f64 / 1000.0,
-                                        f.message
-                                    ),
-                                },
-                                out,
-                            );
-                        }
-                    }
-                    _ => {}
+                if f.kind == FailureKind::SchemaBroken {
+                    self.numbers.schema_violations += 1;
                 }
-                if f.kind != FailureKind::Host {
-                    self.host_streak.0 = 0;
+                match self.host.failed(&f, now) {
+                    HostVerdict::GoOn => {}
+                    HostVerdict::Shrink => {
+                        let tokens = self.estimate_prompt_tokens(now).max(self.cfg.context_tokens);
+                        self.compact(tokens, now, out);
+                        // The host's count is higher than our estimate: shrink what we send.
+                        self.cfg.observation_max_bytes = (self.cfg.observation_max_bytes / 2).max(400);
+                    }
+                    HostVerdict::Stop(stop) => self.finish(stop, out),
                 }
                 return;
             }
         };
-        self.overflow_streak = 0;
-        self.host_streak.0 = 0;
+        self.host.answered();
         self.record_call(&reply);
         if self.context.needs_compaction(reply.tokens_in as u32) {
             self.compact(reply.tokens_in as u32, now, out);
