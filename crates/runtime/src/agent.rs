@@ -492,6 +492,9 @@ pub fn run_agent(mut cfg: AgentConfig) -> Result<Summary, RuntimeError> {
     let reflex_thread = spawn_reporting(Worker::Reflex, inbox_tx.clone(), move || {
         reflex::run(setup, guardian, reflex_rx, reflex_tx)
     })?;
+    // The loop composes prompts and records on this thread; the reflex, started above at the normal
+    // priority, must not wait behind it (FR-LOOP-002). Threads started from here on inherit the nice.
+    yield_cpu_to_reflex();
 
     let cancel = CancelToken::new();
     let (to_tactical, tactical_rx) = mpsc::sync_channel::<TacticalRequest>(TACTICAL_JOBS);
