@@ -3,13 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
+mod common;
+use common::gamepilot;
+
 use gamepilot_testbed::TestBed;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn gamepilot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-}
 
 #[test]
 fn every_subcommand_has_help() {

@@ -10,13 +10,13 @@
 
 mod common;
 
-use common::{outer_keys, run_command, RunSpec};
+use common::{gamepilot, outer_keys, run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use sha2::Digest as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Send `sig` to `pid` (a negative pid: to that process group).
@@ -25,10 +25,6 @@ fn kill(pid: i32, sig: libc::c_int) {
     unsafe {
         libc::kill(pid, sig);
     }
-}
-
-fn gamepilot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gamepilot"))
 }
 
 /// The host: a plan, then a long hold of `d` on every tactical call (so input is held at the fault).

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code
 
+mod common;
+use common::gamepilot;
+
 use gamepilot_core::Rect;
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use serde_json::Value;
@@ -15,10 +18,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use x11rb::connection::Connection as _;
 use x11rb::protocol::xproto::{ConfigureWindowAux, ConnectionExt as _};
-
-fn gamepilot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-}
 
 fn script(bed: &TestBed, name: &str, lines: &[&str]) -> std::path::PathBuf {
     let p = bed.dir.path().join(name);

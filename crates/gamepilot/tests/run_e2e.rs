@@ -5,13 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
+mod common;
+use common::{events, gamepilot};
+
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use std::path::PathBuf;
 use std::process::Command;
-
-fn gamepilot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-}
 
 fn sensors_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors")
@@ -21,13 +20,6 @@ fn require_model() {
     if let Err(msg) = gamepilot_model::cache::require_installed() {
         panic!("the real model host is required for this test: {msg} (run scripts/setup-llama.sh)");
     }
-}
-
-fn events(dir: &std::path::Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect()
 }
 
 #[test]

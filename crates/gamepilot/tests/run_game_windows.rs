@@ -10,11 +10,10 @@
 
 mod common;
 
-use common::{mark_with, show};
+use common::{events, mark_with, show};
 use gamepilot_core::WindowLayer;
 use gamepilot_testbed::{HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,13 +22,6 @@ use x11rb::protocol::xproto::{ConfigureWindowAux, ConnectionExt as _};
 
 /// Never true: these runs end on their action budget or a signal, and the game's state is the judge.
 const NEVER: &str = "region_fraction([0, 0, 8, 8], value>0.99) > 2";
-
-fn events(dir: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect()
-}
 
 /// Launch `binary` on the bed, niced (a game drawing as fast as it can would take the cores a loaded
 /// test machine shares with the agent, whose reflex is what these tests are not about), and wait for

@@ -9,23 +9,15 @@
 
 mod common;
 
-use common::{mark_with, run_command, RunSpec};
+use common::{events, mark_with, run_command, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 const QUESTION: &str = "how does a player win this arcade game";
-
-fn events(dir: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect()
-}
 
 /// `%XX` and `+` decoded.
 fn unescape(q: &str) -> String {

@@ -7,24 +7,13 @@
 
 mod common;
 
-use common::{run_command, show, RunSpec};
+use common::{events, gamepilot, run_command, show, RunSpec};
 use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-
-fn gamepilot() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-}
-
-fn events(dir: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect()
-}
 
 /// The marks of the current observation in a tactical prompt: `[N] kind ["label"] at X,Y` (box centre).
 fn marks(prompt: &str) -> Vec<(u64, [i64; 2])> {

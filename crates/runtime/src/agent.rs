@@ -27,8 +27,6 @@ use gamepilot_executor::ExecutorConfig;
 use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_sensor::{Expression, Program};
-use gamepilot_session::GroundingPath;
-use gamepilot_session::LoopConfig;
 use gamepilot_session::{
     ConfirmationAnswer, Effect, ExternalStop, Input, ReflexCommand, ReflexFeed, Session, SessionConfig,
     SessionRecord, SessionStop,
@@ -40,32 +38,25 @@ use std::time::{Duration, Instant};
 
 /// Everything a session needs; every limit comes from the user (INV-SAFE-001).
 pub struct AgentConfig {
+    /// What the session decides by (the goal, the loop's limits, the grounding paths, the visual
+    /// budgets, the model's coordinates, the context size, the progress sensor, `move_to`'s keys); its
+    /// postconditions and camera calibration are filled in from the sensors and the reflex's extras.
+    pub session: SessionConfig,
     pub display: Option<String>,
     pub window: gamepilot_x11::WindowInfo,
     pub window_label: String,
-    pub goal: String,
     pub goal_check: Option<String>,
     pub sensors_src: Option<String>,
     pub client: HostClient,
     /// The deliberative cadence's host: its own when gamepilot started the hosts, else `client`'s.
     pub deliberative_client: HostClient,
     pub model_name: String,
-    pub vision: bool,
-    /// How the model answers coordinates over the image it sees.
-    pub coord_convention: gamepilot_core::CoordConvention,
-    /// Pixels of the deliberative pass's image (FR-MODEL-002); the tactical budget is `tactical_pixels`.
-    pub deliberative_pixels: u64,
     pub exec: ExecutorConfig,
     pub panic: Chord,
     pub stale_ms: u64,
     pub hz: u32,
     pub dry_run: bool,
     pub record_dir: PathBuf,
-    pub loop_cfg: LoopConfig,
-    pub tactical_interval_ms: u64,
-    pub tactical_pixels: u64,
-    /// The host's context size in tokens (its `/props`, else 4096): compaction keeps prompts inside it.
-    pub context_tokens: u32,
     /// No one is at the terminal: destructive actions are asked about on the overlay only (FR-SAFE-005).
     pub unattended: bool,
     /// How long a destructive action is held for the user's answer (overlay, or terminal when attended)
@@ -74,12 +65,6 @@ pub struct AgentConfig {
     pub quiet: bool,
     /// The ladder's research rung: its SearxNG endpoint (`None`: unavailable) and the user's bounds.
     pub research: gamepilot_research::ResearchConfig,
-    /// The sensor whose increase is progress (FR-LOOP-005's stalled-progress signal); `None`: that signal
-    /// stays off.
-    pub progress_sensor: Option<String>,
-    /// The grounding paths a tactical tick may take; the confirmation rates per scene kind choose among
-    /// them (FR-GND-004). One entry forces that path.
-    pub grounding_paths: Vec<GroundingPath>,
     /// Templates, camera calibration and session notes for the reflex.
     pub reflex: reflex::ReflexExtras,
     /// Degrade commands from the GPU-memory watch (FR-MODEL-004), stepped into the session.
@@ -88,8 +73,6 @@ pub struct AgentConfig {
     pub hosts: gamepilot_model::HostKeeper,
     /// SIGINT / SIGTERM / SIGHUP as a clean stop; `None`: the process's default dispositions.
     pub stop_signals: Option<StopSignals>,
-    /// Self-identification and `move_to`; `None`: off.
-    pub steering: Option<gamepilot_session::SteeringConfig>,
 }
 
 /// What a session did, for the summary and the report.
@@ -183,20 +166,9 @@ fn compile_sensors(
 /// The session's configuration from the agent's.
 fn session_config(cfg: &AgentConfig, post: &Postconditions) -> SessionConfig {
     SessionConfig {
-        goal: cfg.goal.clone(),
-        loop_cfg: cfg.loop_cfg,
         postconditions: post.sources.clone(),
-        progress_sensor: cfg.progress_sensor.clone(),
-        grounding_paths: cfg.grounding_paths.clone(),
-        tactical_interval_ms: cfg.tactical_interval_ms,
-        with_image: cfg.vision,
-        visual_pixels: cfg.tactical_pixels,
-        deliberative_pixels: cfg.deliberative_pixels,
-        context_tokens: cfg.context_tokens,
         camera_calibrated: cfg.reflex.camera.is_some(),
-        coord_convention: cfg.coord_convention,
-        steering: cfg.steering.clone(),
-        ..SessionConfig::default()
+        ..cfg.session.clone()
     }
 }
 
@@ -451,7 +423,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> Result<Summary, RuntimeError> {
         SessionStart {
             schema_version: gamepilot_recording::format::SCHEMA_VERSION,
             tool: format!("gamepilot {}", env!("CARGO_PKG_VERSION")),
-            goal: cfg.goal.clone(),
+            goal: cfg.session.goal.clone(),
             window: cfg.window_label.clone(),
             started_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -511,7 +483,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> Result<Summary, RuntimeError> {
         yield_cpu_to_reflex();
         tactical::run(tsetup, tactical_rx, tactical_tx, tcancel)
     })?;
-    let within = Duration::from_millis(cfg.loop_cfg.rung_timeout_ms.saturating_sub(2_000));
+    let within = Duration::from_millis(cfg.session.loop_cfg.rung_timeout_ms.saturating_sub(2_000));
     if cfg.research.search.is_some() && cfg.research.limits.wall_clock > within {
         say_err!(
             "research: bounded to {:.1} s, the research rung's time less 2 s (asked {:.1} s)",

@@ -94,51 +94,50 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         display: Some(bed.display.clone()),
         window: arena.window.clone(),
         window_label: "Practice Arena".into(),
-        goal: args.goal.clone(),
+        session: super::run::session_config(super::run::SessionChoices {
+            goal: args.goal.clone(),
+            loop_cfg: LoopConfig {
+                session_max_ms: args.seconds * 1000,
+                session_max_actions: Some(args.max_actions),
+                signals: args.stuck.signals()?,
+                ..LoopConfig::default()
+            },
+            vision: &vision,
+            tactical_interval_ms: 300,
+            context_tokens: caps
+                .n_ctx
+                .map(|n| n.min(u64::from(u32::MAX)) as u32)
+                .unwrap_or(4096),
+            progress_sensor: Some(
+                args.stuck
+                    .progress_sensor
+                    .clone()
+                    .unwrap_or_else(|| "coins".into()),
+            ),
+            grounding_paths: args.grounding.paths(),
+            steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
+        }),
         goal_check: Some(args.goal_check.clone()),
         sensors_src: Some(SENSORS.to_string()),
         client,
         deliberative_client,
         model_name: args.model.model_name.clone(),
-        vision: vision.image,
-        coord_convention: vision.family.convention(),
-        deliberative_pixels: vision.deliberative_pixels,
         exec,
         panic,
         stale_ms: limits.stale_ms,
         hz: limits.hz,
         dry_run: args.dry_run,
         record_dir: record_dir.clone(),
-        loop_cfg: LoopConfig {
-            session_max_ms: args.seconds * 1000,
-            session_max_actions: Some(args.max_actions),
-            signals: args.stuck.signals()?,
-            ..LoopConfig::default()
-        },
-        tactical_interval_ms: 300,
-        tactical_pixels: vision.tactical_pixels,
-        context_tokens: caps
-            .n_ctx
-            .map(|n| n.min(u64::from(u32::MAX)) as u32)
-            .unwrap_or(4096),
         unattended: true,
         // Nobody can click an overlay on the demo's private display: destructive actions are rejected.
         confirm_timeout: std::time::Duration::ZERO,
         quiet: args.quiet,
         research: gamepilot_research::ResearchConfig::default(),
-        progress_sensor: Some(
-            args.stuck
-                .progress_sensor
-                .clone()
-                .unwrap_or_else(|| "coins".into()),
-        ),
-        grounding_paths: args.grounding.paths(),
         // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
         reflex: gamepilot_runtime::reflex::ReflexExtras::default(),
         degrade: None,
         hosts: gamepilot_model::HostKeeper::new(Vec::new()),
         stop_signals: Some(stop_signals),
-        steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
     };
     say!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     let summary = agent::run_agent(cfg)?;

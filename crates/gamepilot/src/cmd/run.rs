@@ -170,6 +170,36 @@ pub struct VisionPlan {
     pub deliberative_pixels: u64,
 }
 
+/// What `run` and `demo` choose for the session, each from its own arguments.
+pub struct SessionChoices<'a> {
+    pub goal: String,
+    pub loop_cfg: LoopConfig,
+    pub vision: &'a VisionPlan,
+    pub tactical_interval_ms: u64,
+    pub context_tokens: u32,
+    pub progress_sensor: Option<String>,
+    pub grounding_paths: Vec<gamepilot_session::GroundingPath>,
+    pub steering: Option<gamepilot_session::SteeringConfig>,
+}
+
+/// The session's configuration from those choices (its postconditions come from the sensors later).
+pub fn session_config(c: SessionChoices<'_>) -> gamepilot_session::SessionConfig {
+    gamepilot_session::SessionConfig {
+        goal: c.goal,
+        loop_cfg: c.loop_cfg,
+        progress_sensor: c.progress_sensor,
+        grounding_paths: c.grounding_paths,
+        tactical_interval_ms: c.tactical_interval_ms,
+        with_image: c.vision.image,
+        visual_pixels: c.vision.tactical_pixels,
+        deliberative_pixels: c.vision.deliberative_pixels,
+        context_tokens: c.context_tokens,
+        coord_convention: c.vision.family.convention(),
+        steering: c.steering,
+        ..gamepilot_session::SessionConfig::default()
+    }
+}
+
 impl VisionArgs {
     /// Decide from the host's probe and the model's name; says on stderr what was decided and why.
     pub fn plan(&self, caps: &Capabilities, model_name: &str) -> anyhow::Result<VisionPlan> {
@@ -670,32 +700,31 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .clone()
             .unwrap_or_else(|| format!("pid {:?}", args.target.pid)),
         window: win,
-        goal: args.goal.clone(),
+        session: session_config(SessionChoices {
+            goal: args.goal.clone(),
+            loop_cfg,
+            vision: &vision,
+            tactical_interval_ms: args.tactical_interval_ms,
+            context_tokens,
+            progress_sensor: args.stuck.progress_sensor.clone(),
+            grounding_paths: args.grounding.paths(),
+            steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
+        }),
         goal_check: args.goal_check.clone(),
         sensors_src,
         client,
         deliberative_client,
         model_name: args.model.model_name.clone(),
-        vision: vision.image,
-        coord_convention: vision.family.convention(),
-        deliberative_pixels: vision.deliberative_pixels,
         exec,
         panic,
         stale_ms: args.limits.stale_ms,
         hz: args.limits.hz,
         dry_run: args.dry_run,
         record_dir: args.record.clone().unwrap_or_else(default_record_dir),
-        loop_cfg,
-        tactical_interval_ms: args.tactical_interval_ms,
-        tactical_pixels: vision.tactical_pixels,
-        context_tokens,
         unattended: args.unattended,
         confirm_timeout: std::time::Duration::from_secs(args.confirm_timeout_s),
         quiet: false,
         research: args.research.config()?,
-        progress_sensor: args.stuck.progress_sensor.clone(),
-        grounding_paths: args.grounding.paths(),
-        steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
         reflex: wiring.extras,
         degrade: wiring.degrade,
         hosts,

@@ -6,6 +6,19 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The binary under test.
+pub fn gamepilot() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+}
+
+/// Every record of the recording in `dir`, in order.
+pub fn events(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events.jsonl");
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
 /// The sensors of the practice game.
 pub fn sensors_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors")
