@@ -120,19 +120,87 @@ struct Served {
     crop: Option<(refine::CropView, Option<image::RgbaImage>)>,
 }
 
-/// The tactical thread's state between requests.
-struct Tactical {
-    setup: TacticalSetup,
+/// The game's window as the tactical thread sees it: its frame (with the game's own popups and
+/// dialogs), where those lie, the accessibility tree's elements over it, and its dialogs brought over it.
+/// `run` uses the X server's ([`X11Window`]); tests use frames made or loaded in memory.
+pub trait GameWindow {
+    /// Capture the window now; an error is this tick's, and the next capture starts afresh.
+    fn capture(&mut self, at: MonoTime) -> Result<Frame, String>;
+    /// Where the game's popups and dialogs lie in the last capture.
+    fn layers(&self) -> Vec<gamepilot_core::LayerRegion>;
+    /// The accessibility tree's elements over a capture of `capture`'s size (FR-PERC-010).
+    fn accessibility(&mut self, capture: Size) -> Vec<gamepilot_vision::Candidate>;
+    /// Ask for the game's dialogs placed away from its window to be moved over it; their titles.
+    fn bring_dialogs_over(&mut self) -> Vec<String>;
+}
+
+/// The game's window on the X server.
+pub struct X11Window {
     x: X11,
+    window: u32,
     capturer: WindowCapturer,
+    a11y: AccessibilityFeed,
+    /// The game's dialogs asked to move over its window, each once.
+    moved: Vec<u32>,
+}
+
+impl X11Window {
+    pub fn open(display: Option<&str>, window: u32) -> Result<X11Window, RuntimeError> {
+        let x = X11::connect(display)?;
+        let capturer = WindowCapturer::new(&x, window)?;
+        Ok(X11Window {
+            x,
+            window,
+            capturer,
+            a11y: AccessibilityFeed::start(window),
+            moved: Vec::new(),
+        })
+    }
+
+    fn close(self) {
+        self.capturer.close(&self.x);
+    }
+}
+
+impl GameWindow for X11Window {
+    fn capture(&mut self, at: MonoTime) -> Result<Frame, String> {
+        self.capturer.capture(&self.x, at).map_err(|e| {
+            if let Ok(c) = WindowCapturer::new(&self.x, self.window) {
+                std::mem::replace(&mut self.capturer, c).close(&self.x);
+            }
+            e.to_string()
+        })
+    }
+
+    fn layers(&self) -> Vec<gamepilot_core::LayerRegion> {
+        self.capturer.layers()
+    }
+
+    fn accessibility(&mut self, capture: Size) -> Vec<gamepilot_vision::Candidate> {
+        self.a11y.candidates(&self.x, capture)
+    }
+
+    fn bring_dialogs_over(&mut self) -> Vec<String> {
+        let mut titles = Vec::new();
+        for d in self.x.stray_dialogs(self.window).unwrap_or_default() {
+            if !self.moved.contains(&d) && self.x.centre_over(d, self.window).is_ok() {
+                self.moved.push(d);
+                titles.push(format!("\"{}\" (0x{d:x})", self.x.window_title(d)));
+            }
+        }
+        titles
+    }
+}
+
+/// The tactical thread's state between requests.
+struct Tactical<W: GameWindow> {
+    setup: TacticalSetup,
+    window: W,
     perceiver: Perceiver,
     ocr: gamepilot_ocr::OcrEngine,
     marks: Option<MarkRenderer>,
-    a11y: AccessibilityFeed,
     /// The previous tick's frame and element boxes: a perceive-only tick measures how they moved.
     previous: Option<(Frame, Vec<gamepilot_core::Rect>)>,
-    /// The game's dialogs asked to move over its window, each once.
-    moved: Vec<u32>,
     served: Option<Served>,
 }
 
@@ -143,24 +211,19 @@ pub fn run(
     tx: SyncSender<Inbox>,
     cancel: CancelToken,
 ) -> Result<(), RuntimeError> {
-    let x = X11::connect(setup.display.as_deref())?;
-    let capturer = WindowCapturer::new(&x, setup.window)?;
+    let window = X11Window::open(setup.display.as_deref(), setup.window)?;
     let mut perceiver = Perceiver::new();
     perceiver.atlas = setup.templates.clone();
     // No OCR, no screen text: the destructive-action hold would never see a dialogue (FR-SAFE-005), so the
     // thread ends, named, rather than perceive without it.
     let ocr = gamepilot_ocr::default_engine()?;
-    let a11y = AccessibilityFeed::start(setup.window);
     let mut t = Tactical {
         setup,
-        x,
-        capturer,
+        window,
         perceiver,
         ocr,
         marks: mark_font(),
-        a11y,
         previous: None,
-        moved: Vec::new(),
         served: None,
     };
     while let Ok(request) = rx.recv() {
@@ -176,7 +239,7 @@ pub fn run(
             break;
         }
     }
-    t.capturer.close(&t.x);
+    t.window.close();
     Ok(())
 }
 
@@ -191,35 +254,25 @@ fn failed(tick: u64, f: TacticalFailure) -> TacticalReport {
     }
 }
 
-impl Tactical {
+impl<W: GameWindow> Tactical<W> {
     /// Capture and perceive the tick's frame.
     fn perceive(&mut self, job: &TacticalJob) -> TacticalReport {
         self.served = None;
         // A dialog of the game placed away from its window is outside capture space: the window manager
         // is asked to move it over the game, where the agent (and the person watching) sees it.
-        let window = self.setup.window;
-        for d in self.x.stray_dialogs(window).unwrap_or_default() {
-            if !self.moved.contains(&d) && self.x.centre_over(d, window).is_ok() {
-                self.moved.push(d);
-                crate::say!(
-                    "moved the game's dialog \"{}\" (0x{d:x}) over its window, where capture sees it",
-                    self.x.window_title(d)
-                );
-            }
+        for title in self.window.bring_dialogs_over() {
+            crate::say!("moved the game's dialog {title} over its window, where capture sees it");
         }
         let started = now();
         // A capture error is this tick's failure, never the thread's end: the session hears of it and the
         // next tick captures again.
-        let frame = match self.capturer.capture(&self.x, started) {
+        let frame = match self.window.capture(started) {
             Ok(f) => f,
             Err(e) => {
-                if let Ok(c) = WindowCapturer::new(&self.x, window) {
-                    std::mem::replace(&mut self.capturer, c).close(&self.x);
-                }
                 return failed(
                     job.tick,
                     failure(FailureKind::Perception, format!("capture failed: {e}")),
-                );
+                )
             }
         };
         let view = frame.view();
@@ -238,13 +291,11 @@ impl Tactical {
         // FR-PERC-010: the accessibility tree's elements, where the target exposes one, replace the visual
         // boxes of the same elements; the probe runs on its own thread and this tick waits for it at most
         // its bound (never the reflex).
-        let tree = self
-            .a11y
-            .candidates(&self.x, Size::new(frame.width, frame.height));
+        let tree = self.window.accessibility(Size::new(frame.width, frame.height));
         let mut observation = self
             .perceiver
             .observe_with_accessibility(&view, started, class, &texts, &tree);
-        observation.place_layers(&self.capturer.layers());
+        observation.place_layers(&self.window.layers());
         let marked = self
             .marks
             .as_ref()
@@ -611,6 +662,157 @@ mod tests {
 
     fn client(host: &ScriptedHost) -> HostClient {
         HostClient::new(&host.base_url(), gamepilot_model::HostTimeouts::default()).unwrap()
+    }
+
+    /// The game window as frames loaded from the corpus, one per capture (an error when they run out),
+    /// with a dialog layer and an accessibility element, and a stray dialog brought over it once.
+    struct Frames {
+        frames: Vec<Frame>,
+        strays: Vec<String>,
+    }
+
+    impl GameWindow for Frames {
+        fn capture(&mut self, at: MonoTime) -> Result<Frame, String> {
+            if self.frames.is_empty() {
+                return Err("the window is busy".into());
+            }
+            let mut f = self.frames.remove(0);
+            f.captured_at = at;
+            Ok(f)
+        }
+        fn layers(&self) -> Vec<gamepilot_core::LayerRegion> {
+            Vec::new()
+        }
+        fn accessibility(&mut self, _capture: Size) -> Vec<gamepilot_vision::Candidate> {
+            Vec::new()
+        }
+        fn bring_dialogs_over(&mut self) -> Vec<String> {
+            std::mem::take(&mut self.strays)
+        }
+    }
+
+    fn corpus_frame(name: &str) -> Frame {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../corpus/frames")
+            .join(name);
+        crate::load_image(&path).unwrap()
+    }
+
+    fn tactical(frames: Vec<Frame>, host: &ScriptedHost) -> Tactical<Frames> {
+        let mut perceiver = Perceiver::new();
+        perceiver.atlas = std::sync::Arc::default();
+        Tactical {
+            setup: TacticalSetup {
+                templates: std::sync::Arc::default(),
+                display: None,
+                window: 0,
+                client: client(host),
+                model_name: "m".into(),
+                max_tokens: 64,
+            },
+            window: Frames {
+                frames,
+                strays: vec!["\"Net configuration\" (0x42)".into()],
+            },
+            perceiver,
+            ocr: gamepilot_ocr::default_engine().expect("scripts/setup-ocr.sh run"),
+            marks: mark_font(),
+            previous: None,
+            served: None,
+        }
+    }
+
+    fn job(tick: u64, perceive_only: bool, keep_frame: bool) -> TacticalJob {
+        TacticalJob {
+            tick,
+            excluded_marks: Vec::new(),
+            tools: gamepilot_session::session_tools(false),
+            path: None,
+            two_stage: false,
+            with_image: true,
+            visual_pixels: 448 * 252,
+            coords: CoordConvention::CapturePixels,
+            observation_max_bytes: 3000,
+            observation_max_elements: 40,
+            generation: 0,
+            health: gamepilot_core::FrameHealth::Ok,
+            perceive_only,
+            keep_frame,
+            focus: Default::default(),
+            avatar: None,
+            direct: None,
+            sensors: None,
+        }
+    }
+
+    #[test]
+    fn the_tactical_thread_perceives_a_frame_and_carries_the_call_composed_on_it_without_an_x_server() {
+        // FR-PERC-004..007 (OCR, elements, ids, marks) and FR-MODEL-002 (the marked frame in the call) on
+        // a real frame of the practice game's menu, through the thread's own code, with no X server
+        let host = ScriptedHost::start(HostConfig::new(), |_: &ReceivedChat| {
+            Reply::json(&json!({"action": "click_mark", "mark": 1}))
+        })
+        .unwrap();
+        let menu = corpus_frame("arena-menu-0.png");
+        let mut t = tactical(vec![menu.clone(), menu], &host);
+        let r = t.perceive(&job(1, false, true));
+        let Input::Perceived(p) = &r.input else {
+            panic!("a perception: {:?}", r.input)
+        };
+        let labels: Vec<&str> = p
+            .observation
+            .elements
+            .iter()
+            .filter_map(|e| e.label.as_deref())
+            .collect();
+        assert!(labels.contains(&"Play"), "{labels:?}");
+        assert!(
+            matches!(
+                &r.keep,
+                Kept::Frame {
+                    frame: Some(_),
+                    marked: Some(_)
+                }
+            ),
+            "the frame and its marks kept"
+        );
+        // The session composes the call on this perception; the thread attaches the marked frame.
+        let session = session();
+        let tools = ToolSet::new(&gamepilot_session::session_tools(false)).unwrap();
+        let present: Vec<ElementId> = p.observation.elements.iter().map(|e| e.id).collect();
+        let plan = ActPlan {
+            tools: &tools,
+            present: &present,
+            move_targets: &[],
+            visual_pixels: Some(448 * 252),
+            coords: CoordConvention::ImagePixels,
+            limits: &gamepilot_session::SchemaLimits::default(),
+        };
+        let (c, _) = compose_act(session.context(), 1, p, "listing", |_, _| "scaled".into(), &plan).unwrap();
+        let r = t.call(c.call, &CancelToken::new());
+        assert!(matches!(answer(&r), Ok(ModelAnswer::Act(_))), "{:?}", answer(&r));
+        let images = host.chat_requests()[0].images().unwrap();
+        let sent = image::load_from_memory(&images[0].bytes).unwrap();
+        assert_eq!(
+            (sent.width(), sent.height()),
+            (448, 252),
+            "the marked frame at the budget's size"
+        );
+        // A perceive-only tick after a kept frame measures how each element moved.
+        let r = t.perceive(&job(2, true, false));
+        let Input::Perceived(p2) = &r.input else {
+            panic!("a perception")
+        };
+        assert_eq!(
+            p2.moves.len(),
+            p.observation.elements.len() + 1,
+            "each element and the view's centre"
+        );
+        // The window gone busy: the tick's named perception failure, and the thread goes on.
+        let r = t.perceive(&job(3, false, false));
+        assert!(
+            matches!(&r.input, Input::Replied { answer: Err(f), .. } if f.kind == FailureKind::Perception && f.message.contains("busy"))
+        );
     }
 
     fn answer(r: &TacticalReport) -> &Result<ModelAnswer, TacticalFailure> {
