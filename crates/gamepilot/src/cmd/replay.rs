@@ -59,8 +59,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
+        let through = if out.session_inputs > 0 {
+            "replayed through the session, every effect and prompt diffed"
+        } else {
+            "recorded before the session core: its loop events replayed through the loop logic"
+        };
         println!(
-            "{}: {} session inputs, {} loop inputs, {} recorded decisions, {} replayed",
+            "{}: {} session inputs, {} loop inputs, {} recorded decisions, {} replayed ({through})",
             args.dir.display(),
             out.session_inputs,
             out.inputs,
