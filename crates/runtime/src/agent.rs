@@ -28,8 +28,8 @@ use gamepilot_model::{CancelToken, HostClient};
 use gamepilot_recording::{Record, Recorder, SessionStart};
 use gamepilot_sensor::{Expression, Program};
 use gamepilot_session::{
-    ConfirmationAnswer, Effect, ExternalStop, Input, ReflexCommand, ReflexFeed, Session, SessionConfig,
-    SessionRecord, SessionStop,
+    ConfirmationAnswer, Effect, ExternalStop, Input, ReflexCommand, Session, SessionConfig, SessionRecord,
+    SessionStop,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -372,14 +372,13 @@ const POLL: Duration = Duration::from_millis(50);
 fn receive(
     w: &mut Wiring<'_>,
     m: Inbox,
-    feed: &mut ReflexFeed,
     reflex_done: &mut bool,
     inputs: &mut Vec<Input>,
 ) -> Result<(), RuntimeError> {
     match m {
         Inbox::Reflex(i) => {
             *reflex_done |= matches!(i, Input::ReflexStopped(_));
-            inputs.extend(feed.pass(i));
+            inputs.push(i);
         }
         Inbox::Tactical(r) => {
             w.record_tactical(&r)?;
@@ -510,7 +509,6 @@ pub fn run_agent(mut cfg: AgentConfig) -> Result<Summary, RuntimeError> {
         last_marked: None,
     };
     let tty = std::io::stderr().is_terminal();
-    let mut feed = ReflexFeed::new(6);
     let mut last_status = Instant::now();
     let mut reflex_done = false;
 
@@ -522,11 +520,11 @@ pub fn run_agent(mut cfg: AgentConfig) -> Result<Summary, RuntimeError> {
         // Block for the next report (NFR-LOOP-001: the threads never wait on this loop), then take
         // whatever else has queued meanwhile. The loop holds a sender, so the inbox never reads as closed.
         match inbox.recv_timeout(POLL) {
-            Ok(m) => receive(&mut w, m, &mut feed, &mut reflex_done, &mut inputs)?,
+            Ok(m) => receive(&mut w, m, &mut reflex_done, &mut inputs)?,
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
         while let Ok(m) = inbox.try_recv() {
-            receive(&mut w, m, &mut feed, &mut reflex_done, &mut inputs)?;
+            receive(&mut w, m, &mut reflex_done, &mut inputs)?;
         }
         // FR-SAFE-002: SIGUSR1 is the user's resume after their input paused the session.
         let resumes = cfg.stop_signals.as_ref().map_or(0, StopSignals::resume_requests);

@@ -133,7 +133,14 @@ pub fn run(
 ) -> Result<(), RuntimeError> {
     // Never blocks the tick: a full queue (the loop is hung) drops the report and counts it.
     let dropped = std::cell::Cell::new(0u64);
+    // The session steps about one tick report in six (`ReflexFeed`: at once on a scene change, a goal or
+    // subgoal change or focus, with the strongest change and worst lateness since the last one); the
+    // rest are folded here, so the loop is woken ten times a second by ticks, not sixty.
+    let feed = std::cell::RefCell::new(gamepilot_session::ReflexFeed::new(6));
     let send = |m: Input| {
+        let Some(m) = feed.borrow_mut().pass(m) else {
+            return;
+        };
         if let Err(std::sync::mpsc::TrySendError::Full(_)) = tx.try_send(crate::worker::Inbox::Reflex(m)) {
             dropped.set(dropped.get() + 1);
             if dropped.get() == 1 {

@@ -160,12 +160,13 @@ impl ReflexCore {
         };
         let mut out = Vec::new();
         for w in self.watches.iter_mut() {
-            let hash = region_hash(view, w.region.map(to_thumb)) | 1;
+            // The region is hashed only on the ticks that sample it.
             if w.before == 0 {
-                w.before = hash;
+                w.before = region_hash(view, w.region.map(to_thumb)) | 1;
                 continue;
             }
             if now.since(w.last_sample) >= WATCH_SAMPLE || now >= w.until {
+                let hash = region_hash(view, w.region.map(to_thumb)) | 1;
                 out.push(Input::Evidence {
                     action: w.action,
                     changed: Some(hash != w.before),
