@@ -180,52 +180,24 @@ pub fn crop_prompt_text(c: &CropPerception) -> String {
 
 /// The acting pass's reply in capture space: coordinates through the crop; a mark stays a mark (of the
 /// crop's capture-space observation). Actions without a target pass through unchanged.
-pub fn reply_to_capture(crop: &Crop, size: Size, reply: TacticalReply) -> Result<TacticalReply, String> {
-    let map = |x: i32, y: i32| -> Result<Point, String> {
-        crop.to_capture(Point::new(x, y), size)
-            .map_err(|e| format!("expensive pass answered outside its crop: {e}"))
-    };
-    Ok(match reply {
-        TacticalReply::Act(Action::Click { x, y, button }) => {
-            let p = map(x, y)?;
-            TacticalReply::Act(Action::Click {
-                x: p.x,
-                y: p.y,
-                button,
-            })
-        }
-        TacticalReply::Act(Action::DoubleClick { x, y, button }) => {
-            let p = map(x, y)?;
-            TacticalReply::Act(Action::DoubleClick {
-                x: p.x,
-                y: p.y,
-                button,
-            })
-        }
-        TacticalReply::Act(Action::MovePointer { x, y, duration_ms }) => {
-            let p = map(x, y)?;
-            TacticalReply::Act(Action::MovePointer {
-                x: p.x,
-                y: p.y,
-                duration_ms,
-            })
-        }
-        TacticalReply::Act(Action::Scroll {
+pub fn reply_to_capture(crop: &Crop, size: Size, mut reply: TacticalReply) -> Result<TacticalReply, String> {
+    if let TacticalReply::Act(
+        Action::Click { x, y, .. }
+        | Action::DoubleClick { x, y, .. }
+        | Action::MovePointer { x, y, .. }
+        | Action::Scroll {
             x: Some(x),
             y: Some(y),
-            dy,
-            dx,
-        }) => {
-            let p = map(x, y)?;
-            TacticalReply::Act(Action::Scroll {
-                x: Some(p.x),
-                y: Some(p.y),
-                dy,
-                dx,
-            })
-        }
-        other => other,
-    })
+            ..
+        },
+    ) = &mut reply
+    {
+        let p = crop
+            .to_capture(Point::new(*x, *y), size)
+            .map_err(|e| format!("expensive pass answered outside its crop: {e}"))?;
+        (*x, *y) = (p.x, p.y);
+    }
+    Ok(reply)
 }
 
 /// What a composed call leaves the session to keep until its reply: the prompt's tail (the host's cache
