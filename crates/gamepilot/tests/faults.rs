@@ -640,6 +640,19 @@ fn sigstop_of_the_core_is_a_hung_core_the_guardian_releases() {
     stopped_core(false);
 }
 
+/// Whether process `pid` has exited: gone, or a zombie its new parent (the core was its parent) has not
+/// reaped yet.
+fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state == 'Z'),
+        Err(_) => true,
+    }
+}
+
 #[test]
 fn sigkill_of_the_core_leaves_a_recording_readable_up_to_the_fault() {
     // FR-SAFE-003, INV-CTX-002: every record was flushed when it was written
@@ -652,7 +665,7 @@ fn sigkill_of_the_core_leaves_a_recording_readable_up_to_the_fault() {
     let (status, _) = r.wait_exit(Duration::from_secs(2));
     assert_eq!(status.code(), None, "killed");
     let t0 = Instant::now();
-    while std::path::Path::new(&format!("/proc/{guardian}")).exists() {
+    while !exited(guardian) {
         assert!(
             t0.elapsed() < Duration::from_secs(2),
             "the guardian exits after releasing"
