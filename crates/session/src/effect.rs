@@ -1,7 +1,6 @@
 //! What a session decides: typed effects for the wiring to carry out (reflex commands, cadence jobs, the
 //! tactical tick's model calls, recording records, the stop). Serialisable for the recording: a replay
-//! diffs every effect, tactical prompts included; a deliberative job's context copy is represented by
-//! the fingerprint of the prompt it renders.
+//! diffs every effect, the tactical and deliberative prompts the session composed included.
 
 use gamepilot_context::{CompactionEvent, Tool};
 use gamepilot_core::action::{Action, Intention};

@@ -376,16 +376,6 @@ struct Asking {
 /// name their causes (FR-GND-008).
 const ACTION_CHOICE_STREAK: u32 = 6;
 
-/// A FNV-1a hash (stable across runs and platforms) for prompt fingerprints.
-pub fn fingerprint(text: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// The observation text the model reads: the frame's health first when it is not ok (FR-PERC-009), then
 /// the observation, cut to `max` bytes.
 pub fn observation_for_model(text: &str, health: FrameHealth, max: usize) -> String {
