@@ -203,6 +203,8 @@ pub fn run(
         Some((interlock, detail)) => send(Input::Interlock { interlock, detail }),
         None => send(Input::WindowGone),
     };
+    // After the helpers above started (they must not inherit it): the tick runs when it is due.
+    eprintln!("reflex: {}", crate::worker::raise_reflex_priority());
     let panic_at = crate::worker::fault_tick("reflex-panic");
     let block_at = crate::worker::fault_tick("reflex-block");
     // A panic in the tick is caught here so that `finish` below still releases everything through our

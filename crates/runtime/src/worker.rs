@@ -108,6 +108,58 @@ pub fn yield_cpu_to_reflex() {
     }
 }
 
+/// How the reflex thread ended up scheduled by [`raise_reflex_priority`], in words for the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReflexScheduling {
+    /// `SCHED_FIFO` at this real-time priority: it runs the moment its tick is due, ahead of every
+    /// normal thread (the model hosts, OCR, the game).
+    RealTime(i32),
+    /// Not allowed real-time scheduling; a raised nice value instead.
+    Nice(i32),
+    /// Neither was allowed: the normal priority.
+    Normal,
+}
+
+impl std::fmt::Display for ReflexScheduling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RealTime(p) => write!(f, "real-time (SCHED_FIFO {p})"),
+            Self::Nice(n) => write!(f, "nice {n} (real-time scheduling not allowed)"),
+            Self::Normal => write!(
+                f,
+                "normal priority (neither real-time scheduling nor a raised nice allowed)"
+            ),
+        }
+    }
+}
+
+/// The real-time priority the reflex asks for: low among real-time threads (the kernel's own run at 50
+/// and above), above every normal one.
+const REFLEX_FIFO_PRIORITY: i32 = 10;
+
+/// Schedule the calling thread (the reflex) ahead of the model hosts, OCR and the game, so that its
+/// 60 Hz tick is on time on a loaded machine (FR-LOOP-002, NFR reflex lateness): `SCHED_FIFO` where the
+/// system allows it (root, `CAP_SYS_NICE` or an `RLIMIT_RTPRIO`), else nice -10, else unchanged. A tick
+/// sleeps most of its period and does bounded work, so a real-time reflex cannot starve the machine.
+/// Threads started by the caller afterwards inherit the policy: call it after the reflex's helpers start.
+pub fn raise_reflex_priority() -> ReflexScheduling {
+    let param = libc::sched_param {
+        sched_priority: REFLEX_FIFO_PRIORITY,
+    };
+    // SAFETY: pthread_self names the calling thread; `param` outlives the call.
+    if unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) } == 0 {
+        return ReflexScheduling::RealTime(REFLEX_FIFO_PRIORITY);
+    }
+    // SAFETY: plain syscalls on the calling thread's own id.
+    unsafe {
+        let tid = libc::gettid();
+        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10) == 0 {
+            return ReflexScheduling::Nice(-10);
+        }
+    }
+    ReflexScheduling::Normal
+}
+
 /// The test-only fault hook (the fault matrix of docs/reliability.md): `GAMEPILOT_FAULT=reflex-panic@N`
 /// makes the reflex thread panic, and `reflex-block@N` block for good, at the first tick from its N-th on
 /// at which the executor holds input. Read once at thread start; unset (the normal case) it costs one
