@@ -33,31 +33,56 @@ pub(crate) fn normalise(s: &str) -> String {
         .join(" ")
 }
 
+/// Words that end a name ("click Play then walk", "press Start to begin").
+const NAME_ENDS: &[&str] = &["then", "and", "to", "so", "until", "from", "in", "with"];
+
+/// Whether `word` is one of [`VERBS`], as written or with "-ing" ("clicking", "choosing").
+fn is_verb(word: &str) -> bool {
+    let w = word.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    VERBS.contains(&w.as_str())
+        || w.strip_suffix("ing").is_some_and(|stem| {
+            VERBS.contains(&stem)
+                || VERBS.contains(&format!("{stem}e").as_str())
+                || stem.len() > 2
+                    && stem.as_bytes()[stem.len() - 1] == stem.as_bytes()[stem.len() - 2]
+                    && VERBS.contains(&&stem[..stem.len() - 1])
+        })
+}
+
 /// The element a subgoal names, normalised; `None` when the subgoal is not a click on a named element
-/// ("collect a coin", "win the game"). A quoted name is taken as it is; otherwise the words after the
-/// verb, less articles and words like "button".
+/// ("collect a coin", "win the game"). The first verb of [`VERBS`] starts the name, wherever it stands
+/// ("click Play", "Start the game from the menu (click Play)", "begin by clicking Play"); the name runs
+/// to the end of its clause. A quoted name is taken as it is; otherwise the words after the verb, less
+/// articles and words like "button".
 pub fn named_element(subgoal: &str) -> Option<String> {
     let text = subgoal.trim();
-    let first = text.split_whitespace().next()?.to_lowercase();
-    if !VERBS.contains(&first.trim_end_matches([',', ':'])) {
-        return None;
-    }
-    // Only the first clause: "click Play, then collect a coin" names Play.
-    let clause = text.split([',', ';', '.']).next().unwrap_or(text);
+    let verb_end = text
+        .split_inclusive(char::is_whitespace)
+        .scan(0usize, |at, word| {
+            let start = *at;
+            *at += word.len();
+            Some((start, word))
+        })
+        .find(|(_, word)| is_verb(word))
+        .map(|(start, word)| start + word.trim_end().len())?;
+    // Only the verb's clause: "click Play, then collect a coin" names Play.
+    let rest = &text[verb_end..];
+    let clause = rest.split([',', ';', '.', '(', ')']).next().unwrap_or(rest);
     let quoted = clause
         .split(['\'', '"', '‘', '’', '“', '”'])
         .nth(1)
         .map(normalise)
         .filter(|q| !q.is_empty());
     let name = quoted.unwrap_or_else(|| {
-        let words: Vec<String> = normalise(clause).split(' ').skip(1).map(str::to_string).collect();
+        let all = normalise(clause);
+        let words: Vec<&str> = all.split(' ').take_while(|w| !NAME_ENDS.contains(w)).collect();
         let start = words
             .iter()
-            .position(|w| !FILLER.contains(&w.as_str()))
+            .position(|w| !FILLER.contains(w))
             .unwrap_or(words.len());
         let end = words
             .iter()
-            .rposition(|w| !FILLER.contains(&w.as_str()))
+            .rposition(|w| !FILLER.contains(w))
             .map_or(start, |e| e + 1);
         words[start..end.max(start)].join(" ")
     });
@@ -97,6 +122,19 @@ mod tests {
         assert_eq!(named_element("Open Options").as_deref(), Some("options"));
         assert_eq!(named_element("collect a coin"), None);
         assert_eq!(named_element("start the game"), None);
+        assert_eq!(
+            named_element("Start the game from the menu (click Play)").as_deref(),
+            Some("play"),
+            "the plan's own words in parentheses"
+        );
+        assert_eq!(
+            named_element("Begin by clicking 'New Game' in the menu").as_deref(),
+            Some("new game")
+        );
+        assert_eq!(named_element("press Start to begin").as_deref(), Some("start"));
+        assert_eq!(named_element("Choose Easy then play").as_deref(), Some("easy"));
+        assert_eq!(named_element("walk around and collect a coin"), None);
+        assert_eq!(named_element("Start the game from the menu"), None);
         assert_eq!(named_element("click"), None);
         assert_eq!(named_element("click the button"), None);
         assert_eq!(
