@@ -41,6 +41,11 @@ pub struct LoopConfig {
     pub session_max_ms: u64,
     /// Session action budget; `None` is unbounded (FR-LOOP-008).
     pub session_max_actions: Option<u64>,
+    /// The start pass is composed from the first screen (the session waits for its observation), so
+    /// the first frame, always classified a new scene, asks for no second pass. Recordings made before
+    /// this lack the field and replay as they were made (a second pass on the first frame).
+    #[serde(default)]
+    pub start_pass_sees_first_screen: bool,
 }
 
 impl Default for LoopConfig {
@@ -56,6 +61,7 @@ impl Default for LoopConfig {
             rung_timeout_ms: 15_000,
             session_max_ms: 60 * 60 * 1000,
             session_max_actions: None,
+            start_pass_sees_first_screen: true,
         }
     }
 }
@@ -173,6 +179,12 @@ pub enum Event {
     DeliberationDone {
         pass: u64,
         plan: Option<PlanSpec>,
+    },
+    /// While a pass is in flight and no subgoal is active (at the start, or once a plan is done), act on
+    /// this plan meanwhile (the goal itself); the pass's own plan replaces it when it arrives. Ignored
+    /// while a subgoal is active.
+    Provisional {
+        plan: PlanSpec,
     },
     /// A deliberative pass failed (model error, timeout).
     DeliberationFailed {
@@ -349,6 +361,8 @@ pub struct LoopState {
     next_pass: u64,
     last_pass_end: MonoTime,
     last_scene_trigger: Option<MonoTime>,
+    /// A reflex tick has been seen (the first frame is not a change of scene when the start pass sees it).
+    seen_frame: bool,
     tactical_tick: u64,
     scene: String,
     signature: u64,
@@ -381,6 +395,7 @@ impl LoopState {
             next_pass: 1,
             last_pass_end: MonoTime::ZERO,
             last_scene_trigger: None,
+            seen_frame: false,
             tactical_tick: 0,
             scene: String::new(),
             signature: 0,
@@ -605,6 +620,11 @@ impl LoopState {
                 }
             }
             Event::DeliberationDone { pass, plan } => self.on_pass_done(now, pass, plan, &mut out),
+            Event::Provisional { plan } => {
+                if self.active_subgoal().is_none() && self.deliberating.is_some() && plan.validate().is_ok() {
+                    self.adopt(now, plan, &mut out);
+                }
+            }
             Event::DeliberationFailed { pass, .. } => {
                 if let Some(p) = self.deliberating.filter(|p| p.pass == pass) {
                     self.deliberating = None;
@@ -676,7 +696,8 @@ impl LoopState {
             self.stop(StopReason::GoalMet, out);
             return;
         }
-        if change == FrameChange::Scene {
+        let first_frame = !std::mem::replace(&mut self.seen_frame, true);
+        if change == FrameChange::Scene && !(first_frame && self.cfg.start_pass_sees_first_screen) {
             let debounced = self
                 .last_scene_trigger
                 .is_some_and(|t| now.since(t) < Duration::from_millis(self.cfg.scene_debounce_ms));

@@ -73,6 +73,8 @@ impl H {
             scene: "world".into(),
             signature: 7,
         });
+        // The first frame, which the start pass was composed from.
+        h.tick(FrameChange::Scene, 0);
         h
     }
 
@@ -1329,5 +1331,80 @@ fn a_users_pause_spends_no_budget_and_fires_no_stuck_signal() {
             reason: StopReason::TimeBudget
         }],
         "the budget is spent at 10 s of session time, 18 s of wall-clock time"
+    );
+}
+
+#[test]
+fn the_goal_is_acted_on_while_the_first_plan_is_made_and_the_plan_replaces_it() {
+    // FR-LOOP-003: a pass in flight never stops the tactical cadence; only the pass's plan replaces
+    let mut h = H::new(no_timer());
+    h.ev(Event::Start { goal: "win".into() });
+    // The first frame is the screen the start pass is composed from, not a change of scene.
+    let c = h.at(500).tick(FrameChange::Scene, 0);
+    assert!(
+        !c.iter().any(|c| matches!(c, Command::StartDeliberation { .. })),
+        "{c:?}"
+    );
+    let c = h.ev(Event::Provisional { plan: plan(&[50]) });
+    assert_eq!(
+        c,
+        vec![
+            Command::PlanAdopted {
+                plan: PlanId(1),
+                subgoals: vec![SubgoalId(50)]
+            },
+            Command::SubgoalStarted {
+                subgoal: SubgoalId(50)
+            }
+        ]
+    );
+    assert_eq!(h.s.active_subgoal(), Some(SubgoalId(50)));
+    // With a subgoal active, another provisional plan is ignored.
+    assert!(h.ev(Event::Provisional { plan: plan(&[51]) }).is_empty());
+    let c = h.at(4_000).ev(Event::DeliberationDone {
+        pass: 1,
+        plan: Some(plan(&[1, 2])),
+    });
+    assert!(
+        has(
+            &c,
+            &Command::CancelSubgoal {
+                subgoal: SubgoalId(50)
+            }
+        ),
+        "{c:?}"
+    );
+    assert_eq!(h.s.active_subgoal(), Some(SubgoalId(1)));
+    // A later scene is a change again.
+    let c = h.at(9_000).tick(FrameChange::Scene, 0);
+    assert!(
+        c.iter().any(|c| matches!(c, Command::StartDeliberation { .. })),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn with_no_pass_in_flight_a_provisional_plan_is_not_adopted() {
+    let mut h = H::new(no_timer());
+    assert!(h.ev(Event::Provisional { plan: plan(&[7]) }).is_empty());
+    assert_eq!(h.s.active_subgoal(), None);
+}
+
+#[test]
+fn recordings_without_the_field_keep_a_pass_for_the_first_frame() {
+    let old: LoopConfig = serde_json::from_str(r#"{"scene_debounce_ms": 1000}"#).unwrap();
+    assert!(!old.start_pass_sees_first_screen);
+    assert!(LoopConfig::default().start_pass_sees_first_screen);
+    let mut h = H::new(old);
+    h.ev(Event::Start { goal: "win".into() });
+    let c = h.ev(Event::DeliberationFailed {
+        pass: 1,
+        reason: "timeout".into(),
+    });
+    assert!(c.is_empty(), "{c:?}");
+    let c = h.at(500).tick(FrameChange::Scene, 0);
+    assert!(
+        c.iter().any(|c| matches!(c, Command::StartDeliberation { .. })),
+        "{c:?}"
     );
 }

@@ -165,6 +165,29 @@ impl SelfId {
     }
 
     /// Probing: the next tactical tick only perceives.
+    /// Whether this observation starts a probe (so a model call on it would be set aside unread).
+    pub fn would_start_probing(&self, obs: &Observation, scene: SceneKind, signature: u64) -> bool {
+        matches!(self.state, State::Idle)
+            && self
+                .cfg
+                .as_ref()
+                .is_some_and(|cfg| self.worth_probing(cfg, obs, scene, signature))
+    }
+
+    fn worth_probing(
+        &self,
+        cfg: &SteeringConfig,
+        obs: &Observation,
+        scene: SceneKind,
+        signature: u64,
+    ) -> bool {
+        scene != SceneKind::Dialogue
+            && could_move(obs)
+            && !self.failed_on.contains(&signature)
+            && (self.failed_on.len() as u32) < MAX_ATTEMPTS
+            && !cfg.probe_keys.is_empty()
+    }
+
     pub fn probing(&self) -> bool {
         matches!(self.state, State::Probing { .. })
     }
@@ -217,11 +240,7 @@ impl SelfId {
         };
         let now_seen = probed(obs);
         let frame = (obs.frame_size.w, obs.frame_size.h);
-        let worth_probing = scene != SceneKind::Dialogue
-            && could_move(obs)
-            && !self.failed_on.contains(&signature)
-            && (self.failed_on.len() as u32) < MAX_ATTEMPTS
-            && !cfg.probe_keys.is_empty();
+        let worth_probing = self.worth_probing(&cfg, obs, scene, signature);
         match &mut self.state {
             State::Idle if worth_probing => {
                 self.began_on = signature;

@@ -38,6 +38,8 @@ use std::collections::BTreeMap;
 /// The budget of the goal-as-plan fallback's one subgoal: past it, the loop replans as for any other.
 const GOAL_PLAN_TIME_MS: u64 = 60_000;
 const GOAL_PLAN_ACTIONS: u32 = 10;
+/// The longest the start pass waits for the first screen's perception.
+const START_PASS_WAIT_MS: u64 = 3_000;
 
 fn default_observation_max_elements() -> usize {
     16
@@ -101,6 +103,11 @@ pub struct SessionConfig {
     /// session never probes and the model has no `move_to`.
     #[serde(default)]
     pub steering: Option<crate::selfid::SteeringConfig>,
+    /// While a deliberative pass plans and no subgoal is active, act on the goal itself (a goal that
+    /// names its first step is grounded at once), and compose the start pass from the first screen.
+    /// Recordings made before this lack the field and replay as made (waiting for the first plan).
+    #[serde(default)]
+    pub act_while_planning: bool,
 }
 
 impl Default for SessionConfig {
@@ -124,6 +131,7 @@ impl Default for SessionConfig {
             camera_calibrated: false,
             coord_convention: gamepilot_core::CoordConvention::CapturePixels,
             steering: None,
+            act_while_planning: true,
         }
     }
 }
@@ -326,6 +334,8 @@ pub struct Session {
     /// The pass and trigger of the deliberation last started, and whether its plan was already refused
     /// once as degenerate and asked again (asked again once, then the pass fails).
     deliberation: Option<(u64, Trigger, bool)>,
+    /// Since when the start pass's job waits for the first screen (see `release_start_pass`).
+    start_pass_waiting: Option<MonoTime>,
     stop: Option<SessionStop>,
     stopped_by: Option<String>,
     /// The tactical host's health from its calls' outcomes (and whether the degrade ladder is restarting
@@ -527,7 +537,13 @@ impl Session {
         };
         let context = Context::new(context_cfg, &tools, &cfg.goal, start)?;
         Ok(Session {
-            state: LoopState::new(cfg.loop_cfg),
+            // The start pass sees the first screen only when the session acts while it plans (it
+            // perceives that screen meanwhile); otherwise the first frame asks for a pass of its own.
+            state: LoopState::new(LoopConfig {
+                start_pass_sees_first_screen: cfg.loop_cfg.start_pass_sees_first_screen
+                    && cfg.act_while_planning,
+                ..cfg.loop_cfg
+            }),
             context,
             actions: BTreeMap::new(),
             next_action: 1,
@@ -559,6 +575,7 @@ impl Session {
             health: FrameHealth::Ok,
             last_goal_met: None,
             deliberation: None,
+            start_pass_waiting: None,
             stop: None,
             stopped_by: None,
             host: HostHealth::default(),
@@ -789,6 +806,15 @@ impl Session {
             self.feed(event, now, &mut out);
         }
         if self.stop.is_none() {
+            if self
+                .start_pass_waiting
+                .is_some_and(|since| now.since(since).as_millis() as u64 >= START_PASS_WAIT_MS)
+            {
+                self.release_start_pass(now, &mut out);
+            }
+            if self.state.active_subgoal().is_none() && self.deliberation.is_some() {
+                self.act_on_goal_meanwhile(now, &mut out);
+            }
             self.maybe_start_tactical(now, &mut out);
         }
         out
@@ -810,9 +836,15 @@ impl Session {
                 Command::StartDeliberation { pass, trigger } => {
                     self.numbers.deliberative_passes += 1;
                     self.deliberation = Some((pass, trigger, false));
-                    out.push(Effect::StartDeliberation(
-                        self.deliberation_job(pass, trigger, now),
-                    ));
+                    // The start pass plans from the first screen: with the goal acted on meanwhile, its
+                    // job is composed once that screen is perceived (a tactical tick away).
+                    if trigger == Trigger::Start && self.act_on_goal_meanwhile(now, out) {
+                        self.start_pass_waiting = Some(now);
+                    } else {
+                        out.push(Effect::StartDeliberation(
+                            self.deliberation_job(pass, trigger, now),
+                        ));
+                    }
                 }
                 // A step back that worked resets the ladder but not the way back: only arrival, giving
                 // up, a new rung or a subgoal reached ends it.
@@ -1404,14 +1436,29 @@ impl Session {
             listing = format!("{listing}{line}\n");
         }
         let observation_text = observation_for_model(&listing, job.health, job.observation_max_bytes);
+        if self.start_pass_waiting.is_some() {
+            self.last_observation = bound_text(&observation_text, self.cfg.observation_max_bytes);
+            if obs.frame_size.area() > 0 {
+                self.last_frame_size = Some(obs.frame_size);
+            }
+            self.release_start_pass(now, out);
+        }
         // The subgoal names the one element labelled so: the session clicks it without a model call.
         let direct = job
             .direct
             .as_deref()
             .and_then(|name| crate::direct::direct_target(obs, name, &job.excluded_marks));
-        if job.perceive_only || direct.is_some() {
+        // A play field that starts the self-identification probe is not shown to the model: its answer
+        // would be set aside for the probe's holds (a cold prompt of seconds spent for nothing).
+        let probe_first = !job.perceive_only
+            && direct.is_none()
+            && self
+                .selfid
+                .would_start_probing(obs, scene_kind(obs), observation_signature(obs));
+        if job.perceive_only || direct.is_some() || probe_first {
             let message = match direct {
                 Some(mark) => format!("the subgoal names mark {mark}'s label: no model call"),
+                None if probe_first => "the avatar is identified first (probe holds): no model call".into(),
                 None => "perceive-only tick".into(),
             };
             let failure = TacticalFailure {
@@ -2223,6 +2270,53 @@ impl Session {
                 out,
             ),
             Err(reason) => self.fail_pass(p.pass, reason, now, out),
+        }
+    }
+
+    /// While a pass plans and no subgoal is active, the goal itself is the subgoal (the tactical
+    /// cadence never waits for a plan; a goal that names its first step — "click Play, then …" — is
+    /// grounded without a model call). True when a subgoal is active afterwards.
+    fn act_on_goal_meanwhile(&mut self, now: MonoTime, out: &mut Vec<Effect>) -> bool {
+        if !self.cfg.act_while_planning {
+            return false;
+        }
+        if self.state.active_subgoal().is_some() {
+            return true;
+        }
+        let Some((pass, _, _)) = self.deliberation else {
+            return false;
+        };
+        let id = gamepilot_core::SubgoalId(self.next_subgoal);
+        let budget = gamepilot_planner::Budget {
+            max_time_ms: Some(GOAL_PLAN_TIME_MS),
+            max_actions: Some(GOAL_PLAN_ACTIONS),
+        };
+        let Some(plan) = crate::plan::goal_plan(&self.cfg.goal, &self.cfg.postconditions, id, budget, |s| {
+            self.postcondition_value(s)
+        }) else {
+            return false;
+        };
+        self.feed(Event::Provisional { plan }, now, out);
+        let adopted = self.state.active_subgoal() == Some(id);
+        if adopted {
+            self.next_subgoal += 1;
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!("acting on the goal itself while pass {pass} plans"),
+            }));
+        }
+        adopted
+    }
+
+    /// The start pass's job, held until the first screen was perceived (or, perception failing, for
+    /// at most [`START_PASS_WAIT_MS`]).
+    fn release_start_pass(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        if self.start_pass_waiting.take().is_none() {
+            return;
+        }
+        if let Some((pass, trigger, _)) = self.deliberation {
+            out.push(Effect::StartDeliberation(
+                self.deliberation_job(pass, trigger, now),
+            ));
         }
     }
 

@@ -26,6 +26,8 @@ fn config() -> SessionConfig {
         },
         postconditions: vec!["coins >= 1".into(), "playing".into()],
         tactical_interval_ms: 0,
+        // Most tests drive the plan themselves; acting while planning has tests of its own.
+        act_while_planning: false,
         ..SessionConfig::default()
     }
 }
@@ -1987,4 +1989,131 @@ fn a_frame_that_could_not_be_perceived_ends_its_tick_and_the_next_one_starts() {
     );
     assert_eq!(s.numbers().tactical_failures, 1);
     assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts: {fx:?}");
+}
+
+fn deliberations(effects: &[Effect]) -> Vec<&DeliberationJob> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::StartDeliberation(j) => Some(j),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn while_the_first_plan_is_made_the_goal_is_acted_on_and_the_plan_is_made_from_the_first_screen() {
+    // FR-LOOP-002/003: nothing waits for the deliberative pass; a goal naming its first step is grounded
+    // without a model call (FR-GND-001), and the start pass is composed from the first screen.
+    let cfg = SessionConfig {
+        act_while_planning: true,
+        ..config()
+    };
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let fx = s.step(Input::Start, ms(0));
+    assert!(
+        deliberations(&fx).is_empty(),
+        "the start pass waits for the first screen: {fx:?}"
+    );
+    assert!(
+        notes(&fx).contains(&"acting on the goal itself while pass 1 plans"),
+        "{fx:?}"
+    );
+    let job = tactical_jobs(&fx)[0].clone();
+    assert_eq!(
+        job.direct.as_deref(),
+        Some("play"),
+        "the goal names its first step"
+    );
+    let fx = s.answer(outcome(job.tick, menu(), not_asked()), ms(400));
+    let passes = deliberations(&fx);
+    assert_eq!(passes.len(), 1, "{fx:?}");
+    assert_eq!(passes[0].pass, 1);
+    let prompt = passes[0].prompt.render();
+    assert!(
+        prompt.contains("\"Options\""),
+        "planned from the first screen: {prompt}"
+    );
+    assert!(!prompt.contains("nothing observed yet"), "{prompt}");
+    let sent = submits(&fx);
+    assert_eq!(sent.len(), 1, "Play clicked with no model call: {fx:?}");
+    let play = menu().elements[0].bbox.center();
+    assert!(matches!(sent[0].1, Action::Click { x, y, .. } if (x, y) == (play.x, play.y)));
+    // The first frame is the screen the start pass sees: no second pass for it.
+    let fx = s.step(
+        Input::Reflex(ReflexReport {
+            change: FrameChange::Scene,
+            ..reflex(1)
+        }),
+        ms(450),
+    );
+    assert!(deliberations(&fx).is_empty(), "{fx:?}");
+    // The pass's plan replaces the goal-as-subgoal.
+    let fx = s.step(
+        Input::Plan(PlanOutcome {
+            research: None,
+            pass: 1,
+            plan: Ok(two_step_plan()),
+            latency_ms: 1.0,
+        }),
+        ms(3_000),
+    );
+    assert!(
+        records(&fx)
+            .iter()
+            .any(|r| matches!(r, SessionRecord::LoopStep { commands, .. }
+                if commands.iter().any(|c| matches!(c, gamepilot_planner::Command::PlanAdopted { .. })))),
+        "{fx:?}"
+    );
+    assert_eq!(s.loop_state().active_subgoal(), Some(SubgoalId(1)));
+}
+
+#[test]
+fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
+    // A model call whose answer the probe would set aside is not made (the new screen's first action is
+    // the probe's first hold).
+    let cfg = SessionConfig {
+        steering: crate::selfid::SteeringConfig::from_keys(&["w".into(), "s".into(), "a".into(), "d".into()]),
+        ..config()
+    };
+    let (mut s, fx) = started_with(cfg, two_step_plan());
+    let job = tactical_jobs(&fx)[0].clone();
+    let sprite = |id: u32, x: i32, y: i32, looks: &str| Element {
+        id: ElementId(id),
+        bbox: Rect::new(x, y, 24, 24),
+        confidence: 0.3,
+        source: ElementSource::Component,
+        label: None,
+        looks: Some(looks.into()),
+        layer: None,
+        selected: false,
+    };
+    let field = Observation {
+        at: MonoTime::ZERO,
+        frame_size: Size::new(1280, 720),
+        class: FrameChange::Scene,
+        texts: Vec::new(),
+        elements: vec![
+            sprite(1, 628, 348, "white square"),
+            sprite(2, 100, 400, "yellow round"),
+            sprite(3, 580, 520, "yellow round"),
+            sprite(4, 190, 540, "red square"),
+        ],
+    };
+    let perception = Perception {
+        tick: job.tick,
+        started: MonoTime::ZERO,
+        observation: field,
+        moves: Vec::new(),
+    };
+    let fx = s.step(Input::Perceived(Box::new(perception)), ms(100));
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::CallModel(_))),
+        "no model call on the probe's screen: {fx:?}"
+    );
+    let sent = submits(&fx);
+    assert!(
+        matches!(&sent[..], [(_, Action::HoldKey { key, .. }, _)] if key == "w"),
+        "the probe's first hold instead: {sent:?}"
+    );
 }
