@@ -159,7 +159,9 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
         budget_s: 150,
         grounding: "mark",
     };
+    // The ladder is walked on the scripted plan's menu steps: nothing is done before the plan arrives.
     let out = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
+        .arg("--wait-for-plan")
         .arg("--stuck-config")
         .arg(&stuck)
         .args(["--search-endpoint", &search, "--research-private-addresses"])

@@ -52,7 +52,11 @@ fn run_args(bed: &TestBed, arena: &Arena, host: &ScriptedHost, rec: &Path) -> Co
         budget_s: 90,
         grounding: "mark",
     };
-    run_command(&bed.display, arena.window.id, &host.base_url(), &spec, rec)
+    // These scenarios follow the scripted plan's steps on the menu: nothing is done before it arrives
+    // (acting on the goal meanwhile has its own test).
+    let mut cmd = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, rec);
+    cmd.arg("--wait-for-plan");
+    cmd
 }
 
 fn replays(rec: &Path) -> String {
@@ -367,6 +371,7 @@ fn spawn_run(
         grounding: "mark",
     };
     run_command(&bed.display, arena.window.id, &host.base_url(), &spec, rec)
+        .arg("--wait-for-plan")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -363,6 +363,8 @@ pub struct LoopState {
     last_scene_trigger: Option<MonoTime>,
     /// A reflex tick has been seen (the first frame is not a change of scene when the start pass sees it).
     seen_frame: bool,
+    /// The plan is the goal itself, acted on while a pass plans ([`Event::Provisional`]).
+    provisional: bool,
     tactical_tick: u64,
     scene: String,
     signature: u64,
@@ -396,6 +398,7 @@ impl LoopState {
             last_pass_end: MonoTime::ZERO,
             last_scene_trigger: None,
             seen_frame: false,
+            provisional: false,
             tactical_tick: 0,
             scene: String::new(),
             signature: 0,
@@ -623,6 +626,7 @@ impl LoopState {
             Event::Provisional { plan } => {
                 if self.active_subgoal().is_none() && self.deliberating.is_some() && plan.validate().is_ok() {
                     self.adopt(now, plan, &mut out);
+                    self.provisional = true;
                 }
             }
             Event::DeliberationFailed { pass, .. } => {
@@ -1013,7 +1017,10 @@ impl LoopState {
         let id = PlanId(self.next_plan);
         self.next_plan += 1;
         let mut plan = Plan::from_spec(id, spec);
-        if let Some(old) = &self.plan {
+        // What was done toward the goal itself while the plan was made is not cancelled: its actions end
+        // and are judged as they would have (a probe hold cut short is evidence lost, not a failure).
+        let replaced_provisional = std::mem::take(&mut self.provisional);
+        if let Some(old) = self.plan.as_ref().filter(|_| !replaced_provisional) {
             for s in &old.subgoals {
                 if !plan.contains(s.spec.id) && s.status == SubgoalStatus::Active {
                     out.push(Command::CancelSubgoal { subgoal: s.spec.id });

@@ -1366,13 +1366,8 @@ fn the_goal_is_acted_on_while_the_first_plan_is_made_and_the_plan_replaces_it() 
         plan: Some(plan(&[1, 2])),
     });
     assert!(
-        has(
-            &c,
-            &Command::CancelSubgoal {
-                subgoal: SubgoalId(50)
-            }
-        ),
-        "{c:?}"
+        !c.iter().any(|c| matches!(c, Command::CancelSubgoal { .. })),
+        "what was done toward the goal meanwhile ends as it would: {c:?}"
     );
     assert_eq!(h.s.active_subgoal(), Some(SubgoalId(1)));
     // A later scene is a change again.

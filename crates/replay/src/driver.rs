@@ -62,6 +62,33 @@ fn session_config(v: &Value) -> Result<SessionConfig, ReplayError> {
     serde_json::from_value(v.clone()).map_err(|e| ReplayError::BadConfig(e.to_string()))
 }
 
+/// A session-level recording's configuration, start time and inputs in order, each at its recorded time
+/// (what `bench model --scenes` replays against real hosts). `None` for a recording made before the
+/// session core recorded its inputs.
+pub fn session_inputs(
+    rec: &Recording,
+) -> Result<Option<(SessionConfig, MonoTime, Vec<(u64, Input)>)>, ReplayError> {
+    let Some(config) = rec.header().map(|h| &h.config) else {
+        return Ok(None);
+    };
+    let Some(session) = config.get("session") else {
+        return Ok(None);
+    };
+    let cfg = session_config(session)?;
+    let start = MonoTime(config.get("start_us").and_then(Value::as_u64).unwrap_or(0));
+    let mut inputs = Vec::new();
+    for l in &rec.lines {
+        if let Record::SessionInput { now_us, input } = &l.record {
+            let parsed: Input = serde_json::from_value(input.clone()).map_err(|e| ReplayError::BadEvent {
+                seq: l.seq,
+                message: e.to_string(),
+            })?;
+            inputs.push((*now_us, parsed));
+        }
+    }
+    Ok(Some((cfg, start, inputs)))
+}
+
 /// Replay a recording written by the session core: every `session_input` through `Session::step` at its
 /// recorded time, each input's effects diffed against its `session_effects`.
 fn replay_session(rec: &Recording, config: &Value) -> Result<ReplayOutcome, ReplayError> {

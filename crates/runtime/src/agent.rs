@@ -272,6 +272,33 @@ impl Wiring<'_> {
                     })
                     .map_err(|e| RuntimeError::io("spawning a deliberative pass's thread", e))?;
             }
+            Effect::WarmUp(prompt) => {
+                let (client, model, tx, cancel) = (
+                    self.cfg.client.clone(),
+                    self.cfg.model_name.clone(),
+                    self.inbox.clone(),
+                    self.cancel.clone(),
+                );
+                std::thread::Builder::new()
+                    .name("warm-up".into())
+                    .spawn(move || {
+                        yield_cpu_to_reflex();
+                        let chat = gamepilot_model::ChatRequest::from_prompt(&model, &prompt, 1);
+                        let text = match client.chat(&chat, &cancel) {
+                            Ok(r) => format!(
+                                "tactical host warmed: {} prompt tokens evaluated in {:.0} ms",
+                                r.timings
+                                    .prompt_evaluated
+                                    .or(r.timings.prompt_tokens)
+                                    .unwrap_or(0),
+                                r.timings.wall_ms
+                            ),
+                            Err(e) => format!("tactical host warm-up failed (nothing waits for it): {e}"),
+                        };
+                        let _ = tx.send(Inbox::Note(text));
+                    })
+                    .map_err(|e| RuntimeError::io("spawning the tactical host's warm-up", e))?;
+            }
             Effect::StartResearch(job) => {
                 self.research.observe_screen(&job.screen);
                 let ask = gamepilot_research::wiring::Ask {
@@ -383,6 +410,9 @@ fn receive(
         Inbox::Tactical(r) => {
             w.record_tactical(&r)?;
             inputs.push(r.input);
+        }
+        Inbox::Note(text) => {
+            w.rec.record(now(), Record::Note { text })?;
         }
         Inbox::Deliberation(d) => {
             w.record_deliberation(&d)?;

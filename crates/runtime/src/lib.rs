@@ -19,6 +19,7 @@ pub mod model_bench;
 pub mod refine;
 pub mod reflex;
 pub mod reflex_core;
+pub mod scene_bench;
 pub mod sensor_worker;
 pub mod session_inputs;
 pub mod session_records;

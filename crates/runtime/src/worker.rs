@@ -28,6 +28,9 @@ pub enum Inbox {
     Deliberation(Box<crate::deliberative::DeliberationResult>),
     /// A worker thread ended, how and why.
     Ended(WorkerEnd),
+    /// A line for the recording from a helper whose outcome the session does not act on (the tactical
+    /// host's warm-up).
+    Note(String),
 }
 
 /// How a worker thread ended.

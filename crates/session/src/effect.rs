@@ -25,6 +25,10 @@ pub enum Effect {
     /// [`crate::Input::CropPerceived`].
     PerceiveCrop(PerceiveCrop),
     StartDeliberation(DeliberationJob),
+    /// Have the tactical host evaluate this prompt's prefix while it is idle (one token asked, the reply
+    /// unread): the session's invariant blocks are then in its prefix cache before the first screen that
+    /// needs a model call (FR-CTX-002). Nothing waits for it.
+    WarmUp(gamepilot_context::Prompt),
     StartResearch(ResearchJob),
     /// Show the destructive-action hold to the user (overlay, terminal) and report the answer as
     /// [`crate::Input::Confirmation`] (FR-SAFE-005).

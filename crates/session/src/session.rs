@@ -38,6 +38,8 @@ use std::collections::BTreeMap;
 /// The budget of the goal-as-plan fallback's one subgoal: past it, the loop replans as for any other.
 const GOAL_PLAN_TIME_MS: u64 = 60_000;
 const GOAL_PLAN_ACTIONS: u32 = 10;
+/// How a self-identification probe's holds are labelled (in the recording, and in one history line).
+const PROBE_LABEL: &str = "self-identification probe:";
 /// The longest the start pass waits for the first screen's perception.
 const START_PASS_WAIT_MS: u64 = 3_000;
 
@@ -334,6 +336,8 @@ pub struct Session {
     /// The pass and trigger of the deliberation last started, and whether its plan was already refused
     /// once as degenerate and asked again (asked again once, then the pass fails).
     deliberation: Option<(u64, Trigger, bool)>,
+    /// The current probe's holds and their verdicts, told to the model in one history line at its end.
+    probe_holds: Vec<String>,
     /// Since when the start pass's job waits for the first screen (see `release_start_pass`).
     start_pass_waiting: Option<MonoTime>,
     stop: Option<SessionStop>,
@@ -576,6 +580,7 @@ impl Session {
             last_goal_met: None,
             deliberation: None,
             start_pass_waiting: None,
+            probe_holds: Vec::new(),
             stop: None,
             stopped_by: None,
             host: HostHealth::default(),
@@ -650,6 +655,13 @@ impl Session {
             Input::Start => {
                 let goal = self.cfg.goal.clone();
                 self.feed(Event::Start { goal }, now, &mut out);
+                if self.cfg.act_while_planning {
+                    // Blocks 1-4 are what every tactical prompt of the session begins with.
+                    let (prompt, _) = self
+                        .context
+                        .assemble_tactical(&ObservationText::new(now, self.last_observation.clone()), None);
+                    out.push(Effect::WarmUp(prompt));
+                }
             }
             Input::Reflex(r) => self.on_reflex(r, now, &mut out),
             Input::ActionAccepted { action } => {
@@ -932,8 +944,16 @@ impl Session {
                                 self.safe.confirmed_on(p);
                             }
                         }
-                        self.context
-                            .record(HistoryEntry::new(now, a.label, verdict.as_str()));
+                        // A probe's holds are told in one line when the probe ends (see `probe_told`).
+                        match a.label.strip_prefix(PROBE_LABEL) {
+                            Some(hold) => {
+                                self.probe_holds
+                                    .push(format!("{}: {}", hold.trim(), verdict.as_str()))
+                            }
+                            None => self
+                                .context
+                                .record(HistoryEntry::new(now, a.label, verdict.as_str())),
+                        }
                     }
                     if verdict == gamepilot_grounding::Verdict::Confirmed {
                         self.confirmed_since_progress += 1;
@@ -1786,6 +1806,11 @@ impl Session {
                         "Self-identification found no avatar on this view: {e}; another view will be tried."
                     ),
                 };
+                if !self.probe_holds.is_empty() {
+                    let holds = std::mem::take(&mut self.probe_holds).join(", ");
+                    self.context
+                        .record(HistoryEntry::new(now, format!("{PROBE_LABEL} {holds}"), "done"));
+                }
                 if let Err(e) = self.context.note(&text, now) {
                     out.push(Effect::Record(SessionRecord::Note {
                         text: format!("avatar note refused: {e}"),
@@ -1970,7 +1995,7 @@ impl Session {
             duration_ms: Some(probe_ms),
         };
         let expected = expectation(&action, None);
-        let label = format!("self-identification probe: hold {key} {probe_ms} ms");
+        let label = format!("{PROBE_LABEL} hold {key} {probe_ms} ms");
         let grounded = GroundedAction::new(action, None, None, expected, label, generation);
         self.probe_running = Some(ActionId(self.next_action));
         self.propose(grounded, now, out);

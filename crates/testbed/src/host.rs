@@ -1095,6 +1095,11 @@ fn respond(shared: &Shared, req: &Request, chat: Option<ReceivedChat>) -> Option
             if overflows(c, &chat) {
                 return Some((400, overflow_body(c, &chat).to_string()));
             }
+            // A one-token request is a prefix warm-up (`run` sends one at start): a real host evaluates
+            // the prompt, caches it and answers one token; the script is asked only for decisions.
+            if chat.max_tokens() == Some(1) {
+                return resolve(shared, &chat, Reply::Truncated("{".into()));
+            }
             let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (shared.policy)(&chat)))
                 .unwrap_or_else(|_| Reply::status(500, "the scripted policy panicked"));
             resolve(shared, &chat, reply)

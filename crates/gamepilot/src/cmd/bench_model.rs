@@ -50,9 +50,25 @@ pub struct BenchArgs {
     /// Maximum reply tokens per call.
     #[arg(long, default_value_t = 40)]
     pub max_tokens: u32,
+    /// The latency that matters: replay these session recordings' screens (events.jsonl files or
+    /// recording folders; `run` writes them) through today's session against two hosts started as `run`
+    /// starts them, and report the time from each new screen to the first action sent, tokens per call,
+    /// the cache across scene changes, deliberative pass time and a 60 Hz reflex's lateness meanwhile.
+    /// With no value: the committed recordings of the practice game and of sgt-puzzles' Net.
+    #[arg(long, num_args = 0.., value_name = "RECORDING")]
+    pub scenes: Option<Vec<PathBuf>>,
 }
 
+/// The committed session recordings `--scenes` replays when given none.
+const SCENE_RECORDINGS: &[&str] = &[
+    "crates/replay/tests/fixtures/sessions/practice-arena-real-model.jsonl",
+    "crates/replay/tests/fixtures/sessions/sgt-net-menus-and-dialogs.jsonl",
+];
+
 pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
+    if let Some(files) = &args.scenes {
+        return scenes(&args, files);
+    }
     anyhow::ensure!(
         args.calls >= 2,
         "--calls must be at least 2 (the cache ratio needs a second call)"
@@ -174,6 +190,133 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
             "p50_ms": percentile(&wall, 0.5), "p95_ms": percentile(&wall, 0.95),
             "prompt_eval_p50_ms": percentile(&prompt_ms, 0.5), "gen_p50_ms": percentile(&predicted_ms, 0.5),
             "cache_hit_ratio": ratio, "schema_retries": retries,
+        })
+    );
+    Ok(0)
+}
+
+/// `bench model --scenes`: new screen -> first action over recorded sessions, with `run`'s two hosts.
+fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
+    use gamepilot_runtime::scene_bench::{replay_scenes, ReflexProbe, SceneFigures, SceneHosts};
+    let files: Vec<PathBuf> = if files.is_empty() {
+        SCENE_RECORDINGS.iter().map(PathBuf::from).collect()
+    } else {
+        files.to_vec()
+    };
+    let models = super::run::ModelArgs {
+        model_endpoint: args.url.clone(),
+        model: args.model.clone(),
+        model_sha256: args.sha256.clone(),
+        mmproj: args.mmproj.clone(),
+        mmproj_sha256: args.mmproj_sha256.clone(),
+        llama_server: args.server.clone(),
+        model_name: "local".into(),
+        call_timeout_s: 60,
+        threads: args.threads,
+    };
+    let cancel = gamepilot_model::CancelToken::new();
+    let started = Instant::now();
+    let (tactical, _tactical_host) = models.connect(&cancel)?;
+    let deliberative = models.connect_deliberative(&cancel)?;
+    let kind = tactical.probe()?.kind;
+    let tactical = tactical.with_kind(kind);
+    let deliberative_client = match &deliberative {
+        Some((c, _)) => {
+            let kind = c.probe()?.kind;
+            c.clone().with_kind(kind)
+        }
+        None => tactical.clone(),
+    };
+    println!(
+        "hosts: tactical and {} deliberative, up in {:.1} s",
+        if deliberative.is_some() {
+            "a second"
+        } else {
+            "the same"
+        },
+        started.elapsed().as_secs_f64()
+    );
+    let hosts = SceneHosts {
+        tactical: &tactical,
+        deliberative: &deliberative_client,
+        model_name: &models.model_name,
+    };
+    let probe = ReflexProbe::start()?;
+    let mut all = SceneFigures::default();
+    for file in &files {
+        let dir = file.parent().unwrap_or(std::path::Path::new("."));
+        let rec = if file.is_dir() {
+            gamepilot_replay::Recording::open(file)
+        } else {
+            let text =
+                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+            gamepilot_replay::Recording::parse(dir, file, &text)
+        }
+        .with_context(|| format!("reading the recording {}", file.display()))?;
+        let Some((cfg, start, inputs)) = gamepilot_replay::session_inputs(&rec)? else {
+            anyhow::bail!(
+                "{}: recorded before the session core recorded its inputs; nothing to replay",
+                file.display()
+            );
+        };
+        let began = Instant::now();
+        let f = replay_scenes(cfg, start, inputs, &hosts)?;
+        println!(
+            "{}: {} new screens acted on ({} without a model call, {} left unanswered), {} tactical calls, {} passes, {:.1} s",
+            file.display(),
+            f.new_screen_ms.len(),
+            f.without_call,
+            f.unanswered,
+            f.tactical_ms.len(),
+            f.deliberative_ms.len(),
+            began.elapsed().as_secs_f64()
+        );
+        all.merge(f);
+    }
+    let scheduling = probe.scheduling;
+    let late = sorted(probe.stop());
+    let screens = sorted(all.new_screen_ms.clone());
+    let tactical_ms = sorted(all.tactical_ms.clone());
+    let evaluated = sorted(all.evaluated.clone());
+    let passes = sorted(all.deliberative_ms.clone());
+    println!(
+        "new screen -> first action: p50 {:.0} ms, p95 {:.0} ms over {} screens ({} without a model call)",
+        percentile(&screens, 0.5),
+        percentile(&screens, 0.95),
+        screens.len(),
+        all.without_call
+    );
+    println!(
+        "tactical calls: {} , wall p50 {:.0} ms p95 {:.0} ms, prompt tokens evaluated p50 {:.0}; cache {:.3} overall, {:.3} on a new screen's calls",
+        tactical_ms.len(),
+        percentile(&tactical_ms, 0.5),
+        percentile(&tactical_ms, 0.95),
+        percentile(&evaluated, 0.5),
+        all.cache_ratio(),
+        all.scene_cache_ratio()
+    );
+    println!(
+        "deliberative passes: {}, p50 {:.0} ms p95 {:.0} ms",
+        passes.len(),
+        percentile(&passes, 0.5),
+        percentile(&passes, 0.95)
+    );
+    println!(
+        "reflex lateness meanwhile (60 Hz, {}): p50 {:.0} us, p99 {:.0} us over {} ticks",
+        scheduling,
+        percentile(&late, 0.5),
+        percentile(&late, 0.99),
+        late.len()
+    );
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "model-scenes", "screens": screens.len(), "without_call": all.without_call,
+            "new_screen_p50_ms": percentile(&screens, 0.5), "new_screen_p95_ms": percentile(&screens, 0.95),
+            "tactical_calls": tactical_ms.len(), "tactical_p50_ms": percentile(&tactical_ms, 0.5),
+            "evaluated_p50": percentile(&evaluated, 0.5), "cache_ratio": all.cache_ratio(),
+            "scene_cache_ratio": all.scene_cache_ratio(), "deliberative_passes": passes.len(),
+            "deliberative_p50_ms": percentile(&passes, 0.5), "reflex_late_p99_us": percentile(&late, 0.99),
         })
     );
     Ok(0)

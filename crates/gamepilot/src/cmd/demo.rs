@@ -116,6 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             ),
             grounding_paths: args.grounding.paths(),
             steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
+            act_while_planning: true,
         }),
         goal_check: Some(args.goal_check.clone()),
         sensors_src: Some(SENSORS.to_string()),

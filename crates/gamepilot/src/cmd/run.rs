@@ -180,6 +180,8 @@ pub struct SessionChoices<'a> {
     pub progress_sensor: Option<String>,
     pub grounding_paths: Vec<gamepilot_session::GroundingPath>,
     pub steering: Option<gamepilot_session::SteeringConfig>,
+    /// Act on the goal itself while a plan is made (`run --wait-for-plan` turns it off).
+    pub act_while_planning: bool,
 }
 
 /// The session's configuration from those choices (its postconditions come from the sensors later).
@@ -196,6 +198,7 @@ pub fn session_config(c: SessionChoices<'_>) -> gamepilot_session::SessionConfig
         context_tokens: c.context_tokens,
         coord_convention: c.vision.family.convention(),
         steering: c.steering,
+        act_while_planning: c.act_while_planning,
         ..gamepilot_session::SessionConfig::default()
     }
 }
@@ -417,6 +420,11 @@ pub struct Args {
     /// where, then steers to marks the model names. Off unless given (e.g. `w,s,a,d`).
     #[arg(long, value_delimiter = ',')]
     pub move_keys: Vec<String>,
+    /// Act on nothing until the first plan arrives. By default the goal itself is acted on while a plan
+    /// is made (a goal that names its first step, "click Play, then …", is clicked at once); use this
+    /// where acting on the goal's words alone is unwelcome.
+    #[arg(long)]
+    pub wait_for_plan: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// A folder of PNG templates for `template_present("NAME", …)` sensors, each named NAME@X,Y.png
@@ -709,6 +717,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             progress_sensor: args.stuck.progress_sensor.clone(),
             grounding_paths: args.grounding.paths(),
             steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
+            act_while_planning: !args.wait_for_plan,
         }),
         goal_check: args.goal_check.clone(),
         sensors_src,
