@@ -300,8 +300,19 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
         "{notes:#?}"
     );
     assert!(noted("safe state: back on the menu"), "{notes:#?}");
+    // The game's own screen agrees with what the agent last said of the safe state (its last return may
+    // have reached the menu or given up: a return with no progress since the one before stops the ladder).
+    let last_safe = notes
+        .iter()
+        .rev()
+        .find(|n| n.starts_with("safe state: back on") || n.starts_with("safe state not reached"))
+        .unwrap_or_else(|| panic!("{notes:#?}"));
     let state = arena.state().unwrap();
-    assert_eq!(state["screen"], "menu", "{state}");
+    if last_safe.starts_with("safe state: back on the menu") {
+        assert_eq!(state["screen"], "menu", "{last_safe}\n{state}");
+    } else {
+        assert_ne!(state["screen"], "menu", "{last_safe}\n{state}");
+    }
     let x = bed.x11().unwrap();
     assert!(x.server_held().unwrap().is_empty(), "nothing held on the server");
 }

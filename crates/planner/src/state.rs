@@ -375,6 +375,9 @@ pub struct LoopState {
     verdicts: VerdictCounts,
     detectors: Detectors,
     ladder: Ladder,
+    /// The safe-state rung has worked since the last progress toward the goal (a subgoal completed, the
+    /// progress sensor rose): climbing to it again would only go back to the same screen, so it fails.
+    safe_state_spent: bool,
     avoid_key: Option<String>,
     last_key: Option<String>,
     in_flight: BTreeMap<ActionId, InFlight>,
@@ -409,6 +412,7 @@ impl LoopState {
             verdicts: VerdictCounts::default(),
             detectors: Detectors::new(cfg.signals),
             ladder: Ladder::default(),
+            safe_state_spent: false,
             avoid_key: None,
             last_key: None,
             in_flight: BTreeMap::new(),
@@ -647,7 +651,14 @@ impl LoopState {
             Event::RungDone { rung, .. } => {
                 if self.ladder.current() == Some(rung) {
                     self.detectors.restart(now);
-                    self.progress_made(&mut out);
+                    if rung == Rung::SafeState && self.safe_state_spent {
+                        // Back on the safe screen a second time with no progress since the first: another
+                        // cycle would repeat the last one until a budget ends it. The game is left on the
+                        // safe screen and the ladder stops and notifies.
+                        self.rung_failed(now, &mut out);
+                    } else {
+                        self.rung_succeeded(&mut out);
+                    }
                 }
             }
             Event::ResearchDone { found, .. } => self.on_research_done(now, found, &mut out),
@@ -719,6 +730,7 @@ impl LoopState {
             .detectors
             .on_tick(now, change != FrameChange::Unchanged, held, progress);
         if advanced {
+            self.safe_state_spent = false;
             self.progress_made(out);
         }
         self.on_signals(now, fired, out);
@@ -899,8 +911,21 @@ impl LoopState {
     }
 
     fn progress_made(&mut self, out: &mut Vec<Command>) {
+        // A second return to the safe screen with no progress since the first ends on arrival (`RungDone`,
+        // which then stops) or on giving up, not on a step that changed the screen (play to pause).
+        if self.safe_state_spent && self.ladder.current() == Some(Rung::SafeState) {
+            return;
+        }
+        self.rung_succeeded(out);
+    }
+
+    /// The current rung worked: the ladder returns to idle.
+    fn rung_succeeded(&mut self, out: &mut Vec<Command>) {
         if let Some(rung) = self.ladder.succeeded() {
             self.avoid_key = None;
+            if rung == Rung::SafeState {
+                self.safe_state_spent = true;
+            }
             out.push(Command::LadderReset { rung });
         }
     }
@@ -910,6 +935,7 @@ impl LoopState {
         let Some(s) = plan.active_mut() else { return };
         s.status = SubgoalStatus::Done;
         let id = s.spec.id;
+        self.safe_state_spent = false;
         out.push(Command::SubgoalCompleted { subgoal: id });
         if let Some(next) = plan.activate_next(now) {
             out.push(Command::SubgoalStarted { subgoal: next });

@@ -1237,6 +1237,53 @@ fn a_safe_state_reached_returns_the_ladder_to_idle() {
 }
 
 #[test]
+fn a_second_return_to_the_safe_state_without_progress_fails_and_the_ladder_stops() {
+    // FR-LOOP-006, FR-LOOP-008: the safe state worked once; stuck again with no progress since, going
+    // back again repeats the cycle: arriving there a second time fails the rung, and the ladder stops.
+    let mut h = to_research(no_timer());
+    h.ev(Event::RungFailed {
+        rung: Rung::Research,
+        reason: "nothing found".into(),
+    });
+    h.ev(Event::RungDone {
+        rung: Rung::SafeState,
+        evidence: "back on the menu".into(),
+    });
+    assert_eq!(h.s.rung(), None);
+    for _ in 0..8 {
+        if h.s.rung() == Some(Rung::Research) {
+            break;
+        }
+        stall(&mut h);
+        settle_passes(&mut h);
+    }
+    assert_eq!(h.s.rung(), Some(Rung::Research));
+    h.ev(Event::RungFailed {
+        rung: Rung::Research,
+        reason: "nothing found".into(),
+    });
+    assert_eq!(h.s.rung(), Some(Rung::SafeState));
+    // A step back that worked is not the end of this rung: arrival is.
+    let (a, _) = h.propose("Escape", None);
+    h.evidence(a, Some(true));
+    assert_eq!(h.s.rung(), Some(Rung::SafeState));
+    let c = h.ev(Event::RungDone {
+        rung: Rung::SafeState,
+        evidence: "back on the menu again".into(),
+    });
+    assert!(
+        has(
+            &c,
+            &Command::Escalate {
+                rung: Rung::StopAndNotify
+            }
+        ),
+        "{c:?}"
+    );
+    assert!(c.iter().any(|c| matches!(c, Command::Stop { .. })), "{c:?}");
+}
+
+#[test]
 fn research_nothing_found_fails_the_rung_like_rung_failed() {
     // FR-LOOP-006: "research unavailable" / nothing found moves the ladder on and never fakes an answer
     let mut h = to_research(no_timer());
