@@ -62,12 +62,13 @@ fn session_config(v: &Value) -> Result<SessionConfig, ReplayError> {
     serde_json::from_value(v.clone()).map_err(|e| ReplayError::BadConfig(e.to_string()))
 }
 
+/// A session recording's configuration, its start, and its inputs each at its recorded time (µs).
+pub type SessionInputs = (SessionConfig, MonoTime, Vec<(u64, Input)>);
+
 /// A session-level recording's configuration, start time and inputs in order, each at its recorded time
 /// (what `bench model --scenes` replays against real hosts). `None` for a recording made before the
 /// session core recorded its inputs.
-pub fn session_inputs(
-    rec: &Recording,
-) -> Result<Option<(SessionConfig, MonoTime, Vec<(u64, Input)>)>, ReplayError> {
+pub fn session_inputs(rec: &Recording) -> Result<Option<SessionInputs>, ReplayError> {
     let Some(config) = rec.header().map(|h| &h.config) else {
         return Ok(None);
     };
