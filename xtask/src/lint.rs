@@ -326,7 +326,8 @@ fn dependency_firewall(root: &Path, failures: &mut Vec<String>) -> anyhow::Resul
     Ok(())
 }
 
-/// INV-CTX-002: only the binary's replay/report/calibrate-stuck commands may use the recording reader.
+/// INV-CTX-002: only the binary's replay/report/calibrate-stuck commands and `bench model --scenes` (recorded
+/// screens as a benchmark's input, outside any session) may use the recording reader.
 fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
     let crates_dir = root.join("crates");
     let Ok(rd) = std::fs::read_dir(&crates_dir) else {
@@ -351,6 +352,7 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
         if r.ends_with("cmd/replay.rs")
             || r.ends_with("cmd/report.rs")
             || r.ends_with("cmd/calibrate_stuck.rs")
+            || r.ends_with("cmd/bench_model.rs")
             || r.ends_with("cmd/mod.rs")
         {
             continue;
@@ -358,7 +360,7 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
         let text = std::fs::read_to_string(&f)?;
         if text.contains("gamepilot_replay") {
             failures.push(format!(
-                "{r}: only `replay`, `report` and `calibrate-stuck` may read recordings (INV-CTX-002)"
+                "{r}: only `replay`, `report`, `calibrate-stuck` and `bench model` may read recordings (INV-CTX-002)"
             ));
         }
     }
