@@ -83,6 +83,8 @@ fn clicks_play_in(family: &str, convention: CoordConvention) {
     let tactical: Vec<&ReceivedChat> = chats
         .iter()
         .filter(|r| !r.system_text().contains("deliberative planner"))
+        // The one-token warm-up of the prefix at start carries no picture: it decides nothing.
+        .filter(|r| r.max_tokens() != Some(1))
         .collect();
     let first = tactical.first().expect("a tactical call");
     let size = last_part_image(first).expect("the tactical request ends with the image");
