@@ -284,8 +284,13 @@ impl Wiring<'_> {
                     .spawn(move || {
                         yield_cpu_to_reflex();
                         let chat = gamepilot_model::ChatRequest::from_prompt(&model, &prompt, 1);
-                        let text = match client.chat(&chat, &cancel) {
-                            Ok(r) => format!(
+                        // A warm-up that panics is said, never silent; nothing waits for it.
+                        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            client.chat(&chat, &cancel)
+                        }));
+                        let text = match answer {
+                            Err(p) => format!("tactical host warm-up panicked: {}", panic_text(p.as_ref())),
+                            Ok(Ok(r)) => format!(
                                 "tactical host warmed: {} prompt tokens evaluated in {:.0} ms",
                                 r.timings
                                     .prompt_evaluated
@@ -293,7 +298,7 @@ impl Wiring<'_> {
                                     .unwrap_or(0),
                                 r.timings.wall_ms
                             ),
-                            Err(e) => format!("tactical host warm-up failed (nothing waits for it): {e}"),
+                            Ok(Err(e)) => format!("tactical host warm-up failed (nothing waits for it): {e}"),
                         };
                         let _ = tx.send(Inbox::Note(text));
                     })
