@@ -7,6 +7,7 @@ pub mod destructive;
 pub mod direct;
 pub mod effect;
 pub mod eval;
+pub mod fresh;
 mod host_health;
 pub mod input;
 pub mod plan;

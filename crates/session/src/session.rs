@@ -358,6 +358,11 @@ pub struct Session {
     /// The probe hold in progress: the next perceive-only tick waits for its end (its verdict can
     /// come while the key is still held).
     probe_running: Option<ActionId>,
+    /// Our inputs in flight and the screen's latest changes: a choice that could answer a dialogue is
+    /// sent only when made on a frame that shows them (FR-SAFE-005).
+    freshness: crate::fresh::Freshness,
+    /// When the frame of the tactical tick being acted on was captured.
+    seen_at: Option<MonoTime>,
 }
 
 #[derive(Debug, Clone)]
@@ -591,6 +596,8 @@ impl Session {
             numbers: SessionNumbers::default(),
             selfid: crate::selfid::SelfId::new(cfg.steering.clone()),
             probe_running: None,
+            freshness: crate::fresh::Freshness::default(),
+            seen_at: None,
             cfg,
         })
     }
@@ -681,8 +688,12 @@ impl Session {
                     }));
                 }
             }
-            Input::ActionRejected { action, reason } => self.on_rejected(action, reason, now, &mut out),
+            Input::ActionRejected { action, reason } => {
+                self.freshness.refused(action);
+                self.on_rejected(action, reason, now, &mut out)
+            }
             Input::ActionEnded { action, end } => {
+                self.freshness.ended(action, now);
                 if self.probe_running == Some(action) {
                     self.probe_running = None;
                     if !end.is_finished() {
@@ -894,6 +905,7 @@ impl Session {
                         ) {
                             self.selfid.camera_turned();
                         }
+                        self.freshness.submitted(action, now);
                         out.push(Effect::Reflex(ReflexCommand::Submit {
                             action,
                             intention: a.intention.clone(),
@@ -1201,6 +1213,9 @@ impl Session {
         }
         // A new screen with no action of ours pending: the clock to the first action starts (a screen an
         // action of ours is changing is that action's effect, not a new decision).
+        if r.change == FrameChange::Scene {
+            self.freshness.scene_changed(now);
+        }
         if r.change == FrameChange::Scene && self.actions.is_empty() && self.new_screen_at.is_none() {
             self.new_screen_at = Some(now);
         }
@@ -1305,6 +1320,7 @@ impl Session {
             || self.behind.is_some()
             || self.host.restarting
             || !self.actions.is_empty()
+            || !self.freshness.ready_for_frame(now)
             || self.probe_running.is_some()
             || self.state.active_subgoal().is_none()
             || !due
@@ -1741,6 +1757,7 @@ impl Session {
                 return;
             }
         };
+        self.seen_at = Some(t.started);
         let scene = scene_kind(&t.observation);
         self.last_scene = Some(scene);
         self.last_print = ScreenPrint::of(&t.observation, scene);
@@ -1926,6 +1943,21 @@ impl Session {
             return;
         }
         if let Some(near) = destructive::answer_scope(&grounded.intention.action) {
+            // FR-SAFE-005: the dialogue check reads the frame the choice was made on; a choice made before
+            // the screen changed is made again on what the screen shows now.
+            if let Some(seen) = self.seen_at {
+                if let crate::fresh::Judgement::Stale(why) = self.freshness.judge(seen) {
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!("{} not sent, chosen on an old frame: {why}", grounded.label),
+                    }));
+                    self.context.record(HistoryEntry::new(
+                        now,
+                        grounded.label,
+                        "not executed: the screen changed after it was chosen; choose again on the screen as it is now",
+                    ));
+                    return;
+                }
+            }
             if let Some(found) = destructive::check(&observation.texts, near, DESTRUCTIVE_RADIUS_PX) {
                 let hold = self.next_hold;
                 self.next_hold += 1;

@@ -90,6 +90,17 @@ fn records(effects: &[Effect]) -> Vec<&SessionRecord> {
         .collect()
 }
 
+/// The executor's report that an action's input was sent in full.
+fn ended(s: &mut Session, action: ActionId, at: MonoTime) -> Vec<Effect> {
+    s.step(
+        Input::ActionEnded {
+            action,
+            end: ActionEnd::Finished,
+        },
+        at,
+    )
+}
+
 fn reflex(tick: u64) -> ReflexReport {
     ReflexReport {
         tick,
@@ -157,7 +168,7 @@ impl Answering for Session {
     fn answer(&mut self, o: Outcome, now: MonoTime) -> Vec<Effect> {
         let perception = Perception {
             tick: o.tick,
-            started: MonoTime::ZERO,
+            started: now,
             observation: o.obs,
             moves: Vec::new(),
         };
@@ -292,6 +303,7 @@ fn a_mark_is_grounded_to_its_centre_executed_and_verified_under_one_id() {
     )));
     // No new tactical tick while the action awaits its verdict.
     assert!(tactical_jobs(&fx).is_empty());
+    ended(&mut s, *id, ms(440));
     let fx = s.step(
         Input::Evidence {
             action: *id,
@@ -344,6 +356,7 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
     let mut t = 300;
     let fx = s.answer(outcome(tick, menu(), click_mark(2)), ms(t));
     let (id, _, _) = submits(&fx)[0].clone();
+    ended(&mut s, id, ms(t + 50));
     t += 100;
     let fx = s.step(
         Input::Evidence {
@@ -638,6 +651,89 @@ fn a_key_on_a_destructive_dialogue_is_held_like_a_click() {
     assert_eq!(submits(&fx).len(), 1, "allowed, the key goes out");
 }
 
+#[test]
+fn a_key_chosen_before_the_click_that_opened_a_dialogue_ended_is_not_sent() {
+    // FR-SAFE-005: the click on Shop is confirmed by its hover before its release opens "Spend 100
+    // gold?"; the next tick waits for the click's input to end, and a key chosen on the menu's frame
+    // after that is made again on the dialogue's frame, where it is held for the user.
+    let (mut s, adopted) = planned();
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let fx = s.answer(outcome(tick, menu(), click_mark(1)), ms(300));
+    let (click, _, _) = submits(&fx)[0].clone();
+    s.step(Input::ActionAccepted { action: click }, ms(310));
+    // The hover redraws the button: the click is confirmed while its button is still down.
+    let fx = s.step(
+        Input::Evidence {
+            action: click,
+            changed: Some(true),
+        },
+        ms(400),
+    );
+    assert!(
+        tactical_jobs(&fx).is_empty(),
+        "no frame is taken while our click is being sent"
+    );
+    let fx = s.step(Input::Reflex(reflex(30)), ms(500));
+    assert!(tactical_jobs(&fx).is_empty(), "still being sent");
+    s.step(
+        Input::ActionEnded {
+            action: click,
+            end: ActionEnd::Finished,
+        },
+        ms(520),
+    );
+    let fx = s.step(Input::Reflex(reflex(31)), ms(560));
+    assert!(
+        tactical_jobs(&fx).is_empty(),
+        "the game has not drawn its answer yet"
+    );
+    let fx = s.step(Input::Reflex(reflex(32)), ms(700));
+    let next = tactical_jobs(&fx)[0].tick;
+    // A frame captured before the game drew the dialogue (a tick the old code started at once).
+    let stale_perception = Perception {
+        tick: next,
+        started: ms(600),
+        observation: menu(),
+        moves: Vec::new(),
+    };
+    s.step(Input::Perceived(Box::new(stale_perception)), ms(700));
+    let fx = s.step(
+        Input::Replied {
+            tick: next,
+            answer: reply(TacticalReply::Act(Action::Key { key: "Return".into() })).map(ModelAnswer::Act),
+        },
+        ms(800),
+    );
+    assert!(
+        submits(&fx).is_empty(),
+        "the key chosen on the old frame is not sent: {fx:#?}"
+    );
+    assert!(records(&fx)
+        .iter()
+        .any(|r| matches!(r, SessionRecord::Note { text } if text.contains("chosen on an old frame"))));
+    // Chosen again at once on the dialogue's frame: held for the user.
+    let again = tactical_jobs(&fx)[0].tick;
+    let mut dialogue = menu();
+    dialogue.texts = vec![TextItem {
+        text: "Spend 100 gold?".into(),
+        bbox: Rect::new(520, 250, 240, 30),
+        confidence: 0.9,
+    }];
+    let fx = s.answer(
+        outcome(
+            again,
+            dialogue,
+            reply(TacticalReply::Act(Action::Key { key: "Return".into() })),
+        ),
+        ms(1000),
+    );
+    assert!(submits(&fx).is_empty());
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::AskConfirmation(_))),
+        "{fx:#?}"
+    );
+}
+
 /// Drive one executed action to its verdict with the given evidence and reflex reports in between.
 fn verdict_with(
     s: &mut Session,
@@ -662,7 +758,11 @@ fn verdict_on(
 ) -> Vec<Effect> {
     // A perceive-only tick (the ladder's retry) asks no model: it is answered and the next tick taken,
     // until one submits. The latest tick started is the one in flight.
-    let mut job = (*tactical_jobs(fx).last().expect("a tick in flight")).clone();
+    // A tick starts once the previous input has ended and the game has drawn it.
+    let mut job = match tactical_jobs(fx).last() {
+        Some(j) => (*j).clone(),
+        None => next_job(s, t),
+    };
     let mut all = Vec::new();
     let id = loop {
         *t += 100;
@@ -674,6 +774,14 @@ fn verdict_on(
             None => panic!("no submit: {got:#?}"),
         }
     };
+    // The input is sent and ends (a click takes a few hundred ms); a frame after it shows its effect.
+    all.extend(s.step(
+        Input::ActionEnded {
+            action: id,
+            end: ActionEnd::Finished,
+        },
+        ms(*t),
+    ));
     for r in between {
         *t += 100;
         all.extend(s.step(Input::Reflex(r.clone()), ms(*t)));
@@ -1286,6 +1394,7 @@ fn the_tactical_prompt_sent_is_committed_and_the_next_tick_extends_it() {
         "the prompt sent is committed"
     );
     let id = submits(&fx)[0].0;
+    ended(&mut s, id, ms(440));
     let fx = s.step(
         Input::Evidence {
             action: id,
@@ -1394,6 +1503,7 @@ fn the_retry_rung_grounds_the_last_intention_again_without_the_model_once() {
         .any(|e| matches!(e, Effect::Record(SessionRecord::Note { text }) if text.starts_with("retry: "))));
     // Once: the following tick asks the model again.
     let (id, _, _) = sent[0].clone();
+    ended(&mut s, id, ms(t + 50));
     t += 100;
     let mut after = s.step(
         Input::Evidence {
@@ -1781,6 +1891,7 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
 /// The evidence for `action` at `t`, then the next tactical call the session starts (in that step, or on
 /// a later reflex tick).
 fn evidence_then_job(s: &mut Session, t: &mut u64, action: ActionId, changed: Option<bool>) -> TacticalJob {
+    ended(s, action, ms(*t));
     let fx = s.step(Input::Evidence { action, changed }, ms(*t));
     match tactical_jobs(&fx).first() {
         Some(j) => (*j).clone(),
