@@ -36,6 +36,9 @@ pub struct ContextConfig {
     /// Bytes a tactical prompt's append-only tail may add to its baseline before a new baseline is
     /// drawn ([`crate::tail`]); 0 makes every tactical prompt a baseline.
     pub tactical_tail_max_bytes: usize,
+    /// What the deliberative planner may do beyond planning (declaring its own sensors), said after its
+    /// role in the invariant system block; empty: nothing more.
+    pub deliberative_skills: String,
 }
 
 impl Default for ContextConfig {
@@ -51,6 +54,7 @@ impl Default for ContextConfig {
             deliberative_past_observations: 1,
             max_past_observations: 16,
             tactical_tail_max_bytes: 1200,
+            deliberative_skills: String::new(),
         }
     }
 }
@@ -110,6 +114,17 @@ When the plan fails for want of a fact about the game, write one short web-searc
         Cadence::Deliberative => String::new(),
     };
     format!("{role}\n\nTools:\n{}\n{examples}\n{SAFETY}", tools.describe())
+}
+
+/// The deliberative system text with the planner's extra skills after its role and tools.
+fn with_skills(system: String, skills: &str) -> String {
+    if skills.trim().is_empty() {
+        return system;
+    }
+    match system.find("\n\nSafety:") {
+        Some(i) => format!("{}\n\n{}{}", &system[..i], skills.trim_end(), &system[i..]),
+        None => format!("{system}\n\n{}", skills.trim_end()),
+    }
 }
 
 /// Worked examples for the tactical cadence, in the invariant prefix (a small model
@@ -192,7 +207,10 @@ impl Context {
         }
         Ok(Context {
             system_tactical: system_text(Cadence::Tactical, tools),
-            system_deliberative: system_text(Cadence::Deliberative, tools),
+            system_deliberative: with_skills(
+                system_text(Cadence::Deliberative, tools),
+                &config.deliberative_skills,
+            ),
             goal_text: format!("Goal: {goal}"),
             config,
             start,

@@ -147,11 +147,6 @@ fn compile_sensors(
             sources.push(def.name.clone());
         }
     }
-    if sources.is_empty() {
-        return Err(RuntimeError::Setup(
-            "no machine-checkable postcondition: pass --goal-check EXPR or a --sensors file with a boolean sensor (FR-LOOP-004)".into(),
-        ));
-    }
     let compiled = sources
         .iter()
         .map(|s| {
@@ -163,11 +158,21 @@ fn compile_sensors(
     Ok((program, goal, Postconditions { sources }, compiled))
 }
 
-/// The session's configuration from the agent's.
+/// The session's configuration from the agent's: with no `--goal-check`, the agent declares its own
+/// checks beside the user's sensors (sensor-expressions.md, "Declaration and lifetime").
 fn session_config(cfg: &AgentConfig, post: &Postconditions) -> SessionConfig {
+    let declare = cfg
+        .goal_check
+        .is_none()
+        .then(|| gamepilot_session::declare::DeclareConfig {
+            sensor_source: cfg.sensors_src.clone().unwrap_or_default(),
+            declared_size: gamepilot_core::Size::new(cfg.window.geometry.w, cfg.window.geometry.h),
+            goal_check_given: false,
+        });
     SessionConfig {
         postconditions: post.sources.clone(),
         camera_calibrated: cfg.reflex.camera.is_some(),
+        declare,
         ..cfg.session.clone()
     }
 }
@@ -265,6 +270,8 @@ impl Wiring<'_> {
                             prompt_json: serde_json::Value::Null,
                             reply_text: String::new(),
                             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+                            value: None,
+                            first_id: req.first_id,
                         });
                         // The loop holds the inbox until the session ends; a pass finishing after that has
                         // nobody left to tell.
@@ -422,6 +429,8 @@ fn receive(
         Inbox::Deliberation(d) => {
             w.record_deliberation(&d)?;
             inputs.push(Input::Plan(gamepilot_session::PlanOutcome {
+                reply: d.value,
+                first_id: d.first_id,
                 pass: d.pass,
                 plan: d.plan,
                 latency_ms: d.latency_ms,

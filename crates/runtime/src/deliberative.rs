@@ -27,6 +27,9 @@ pub struct DeliberationResult {
     pub prompt_json: Value,
     pub reply_text: String,
     pub latency_ms: f64,
+    /// The schema-valid reply (a session whose agent declares its checks compiles it itself).
+    pub value: Option<Value>,
+    pub first_id: u32,
 }
 
 pub use gamepilot_session::plan::{plan_from_reply, research_question, Postconditions};
@@ -52,6 +55,8 @@ pub fn deliberate(
             prompt_json,
             reply_text: r.reply.content.clone(),
             latency_ms: r.reply.timings.wall_ms,
+            value: Some(r.value.clone()),
+            first_id: req.first_id,
         },
         Err(e) => DeliberationResult {
             pass: req.pass,
@@ -60,6 +65,8 @@ pub fn deliberate(
             prompt_json,
             reply_text: String::new(),
             latency_ms: 0.0,
+            value: None,
+            first_id: req.first_id,
         },
     }
 }

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod bench_executor;
 pub mod console;
+pub mod declared;
 pub mod deliberative;
 pub mod destructive;
 pub mod driver;

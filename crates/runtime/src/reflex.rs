@@ -161,7 +161,10 @@ pub fn run(
         },
         guardian,
     )?;
-    let atlas: Arc<Atlas> = setup.extras.templates.clone();
+    // The user's templates, then those the agent declares (cut from the frame when declared).
+    let mut atlas: Atlas = (*setup.extras.templates).clone();
+    let mut goal: Option<Expression> = setup.goal.clone();
+    let mut postconditions: Vec<Expression> = setup.postconditions.clone();
     let mut capturer = match WindowCapturer::new(d.x11(), setup.window) {
         Ok(c) => c,
         Err(e) => {
@@ -175,7 +178,7 @@ pub fn run(
     let mut recognition = RecognitionCache::new(64, 8);
     // region_integer is read by tesseract on its own thread; a missing tesseract leaves it undefined.
     let mut ocr_worker = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new).ok();
-    let mut subgoal: Option<(SubgoalId, Expression)> = None;
+    let mut subgoal: Option<(SubgoalId, usize, Expression)> = None;
     let mut steering: Vec<crate::steering::SteerRun> = Vec::new();
     let mut core = crate::reflex_core::ReflexCore::default();
     let mut holding = false;
@@ -276,7 +279,44 @@ pub fn run(
                     }
                 }
                 Ok(ReflexCommand::Subgoal { active }) => {
-                    subgoal = active.and_then(|(s, k)| setup.postconditions.get(k).cloned().map(|e| (s, e)));
+                    subgoal = active.and_then(|(s, k)| postconditions.get(k).cloned().map(|e| (s, k, e)));
+                }
+                Ok(ReflexCommand::Sensors {
+                    source,
+                    goal: goal_source,
+                    postconditions: sources,
+                    templates,
+                }) => {
+                    // The session compiled every line before sending it; a failure here is said and the
+                    // sensors stay as they were.
+                    match crate::declared::compile(&source, goal_source.as_deref(), &sources) {
+                        Ok(c) => {
+                            let wanted: Vec<_> = templates
+                                .into_iter()
+                                .filter(|(name, _)| {
+                                    gamepilot_sensor::TemplateAtlas::template(&atlas, name).is_none()
+                                })
+                                .collect();
+                            if !wanted.is_empty() {
+                                let frame = capturer.capture(d.x11(), now());
+                                for note in crate::declared::cut_templates(
+                                    &mut atlas,
+                                    frame.as_ref().ok(),
+                                    &wanted,
+                                    d.chain(),
+                                    setup.declared,
+                                ) {
+                                    eprintln!("reflex: {note}");
+                                }
+                            }
+                            evaluator = Some(Evaluator::new(c.program, setup.declared));
+                            goal = c.goal;
+                            postconditions = c.postconditions;
+                            subgoal = subgoal
+                                .and_then(|(s, k, _)| postconditions.get(k).cloned().map(|e| (s, k, e)));
+                        }
+                        Err(e) => eprintln!("reflex: the declared sensors were not taken: {e}"),
+                    }
                 }
                 Ok(ReflexCommand::Pause { paused: on }) => {
                     if on && !holding {
@@ -425,7 +465,7 @@ pub fn run(
                     .iter()
                     .filter_map(|p| template_region(&atlas, p)),
             );
-            for e in setup.goal.iter().chain(subgoal.as_ref().map(|(_, e)| e)) {
+            for e in goal.iter().chain(subgoal.as_ref().map(|(_, _, e)| e)) {
                 regions.extend(
                     e.primitives()
                         .iter()
@@ -441,17 +481,17 @@ pub fn run(
             let mut ectx = gamepilot_sensor::EvalContext {
                 frame: sview,
                 chain,
-                atlas: &*atlas,
+                atlas: &atlas,
                 recognition: &mut recognition,
             };
             let vals = ev.tick(&mut ectx).to_vec();
             for (def, v) in ev.program().sensors().iter().zip(vals.iter()) {
                 readings.sensors.push((def.name.clone(), value_num(v)));
             }
-            if let Some(g) = setup.goal.as_ref() {
+            if let Some(g) = goal.as_ref() {
                 readings.goal_met = value_bool(&ev.evaluate(g, &mut ectx));
             }
-            if let Some((id, expr)) = subgoal.as_ref() {
+            if let Some((id, _, expr)) = subgoal.as_ref() {
                 readings.subgoal = Some(gamepilot_session::SubgoalCheck {
                     subgoal: *id,
                     met: value_bool(&ev.evaluate(expr, &mut ectx)),

@@ -247,6 +247,8 @@ impl Replay<'_> {
                         self.clock_us += took.as_micros() as u64;
                         now = MonoTime(self.clock_us);
                         queue.push_back(Input::Plan(PlanOutcome {
+                            reply: d.value,
+                            first_id: d.first_id,
                             pass: d.pass,
                             plan: d.plan,
                             latency_ms: d.latency_ms,

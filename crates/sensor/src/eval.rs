@@ -180,6 +180,18 @@ impl Evaluator {
     }
 }
 
+/// An expression's value from sensor values alone (this tick's `cur`, the previous tick's `prev`, in the
+/// program's declaration order): for a caller that knows what the sensors read but holds no frame (the
+/// session judging whether a proposed postcondition is already true). `None` when the expression reads
+/// pixels itself (a primitive) or was compiled against a program of another size.
+pub fn evaluate_values(expr: &Expression, cur: &[Value], prev: &[Value]) -> Option<Value> {
+    if !expr.prims.is_empty() || expr.sensor_count != cur.len() || prev.len() != cur.len() {
+        return None;
+    }
+    let mut stack = Vec::with_capacity(expr.max_stack.max(1));
+    Some(run(&expr.code, &[], cur, prev, &mut stack))
+}
+
 fn eval_prim(
     p: &Primitive,
     filter: Option<&PixelFilter>,

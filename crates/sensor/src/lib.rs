@@ -25,7 +25,7 @@ pub mod template;
 pub mod value;
 
 pub use diag::{render_all, DiagKind, Diagnostic, Span};
-pub use eval::{EvalContext, Evaluator};
+pub use eval::{evaluate_values, EvalContext, Evaluator};
 pub use program::{Bound, Expression, FractionSpec, Op, Primitive, Program, SensorDef};
 pub use recognition::{DigitReader, Lookup, RecognitionCache, RecognitionKey, RecognitionRequest};
 pub use template::{Atlas, NoTemplates, Template, TemplateAtlas};

@@ -61,6 +61,16 @@ pub enum ReflexCommand {
     Subgoal { active: Option<(SubgoalId, usize)> },
     /// Pause the executor (everything released, nothing delivered) while an action awaits the user.
     Pause { paused: bool },
+    /// The session's sensors, replaced after the agent declared some: the whole sensor source (the
+    /// user's lines, then the agent's), the goal check, every postcondition a subgoal may name (only ever
+    /// appended to, so `Subgoal`'s index stays valid), and the templates to cut from the current frame
+    /// for `template_present`, by name, with their boxes in the declared capture space.
+    Sensors {
+        source: String,
+        goal: Option<String>,
+        postconditions: Vec<String>,
+        templates: Vec<(String, Rect)>,
+    },
     /// Steer the steering action `action` (just submitted) toward its target (`move_to`).
     Steer {
         action: ActionId,

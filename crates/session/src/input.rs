@@ -178,6 +178,13 @@ pub struct PlanOutcome {
     /// The research question the reply wrote, if any (asked when the ladder reaches research).
     #[serde(default)]
     pub research: Option<String>,
+    /// The schema-valid reply itself, for a session whose agent declares its own sensors: its
+    /// declarations and postconditions are compiled by the session, which knows what was declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<serde_json::Value>,
+    /// The first subgoal id the pass was given.
+    #[serde(default)]
+    pub first_id: u32,
 }
 
 /// A research's result. Excerpts are untrusted text: `(source, retrieved, text)`.

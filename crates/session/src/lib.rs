@@ -3,6 +3,7 @@
 //! from a recording.
 
 pub mod bench_context;
+pub mod declare;
 pub mod destructive;
 pub mod direct;
 pub mod effect;
@@ -53,6 +54,8 @@ pub enum SessionError {
     NoPostcondition,
     #[error(transparent)]
     Context(#[from] gamepilot_context::ContextError),
+    #[error("the sensors do not compile:\n{0}")]
+    Sensors(String),
 }
 
 #[cfg(test)]

@@ -38,6 +38,77 @@ pub fn plan_schema(post: &Postconditions) -> Value {
     })
 }
 
+/// The plan schema for a session whose agent declares its own checks: beside the subgoals, up to
+/// [`crate::declare::MAX_PER_REPLY`] sensor declarations (`watch`) and the goal's own check (`goal`, a
+/// declared sensor's name or an expression over sensors); a postcondition is any expression over the
+/// sensors, compiled by the session when the plan arrives (an invalid one is refused with its
+/// diagnostics). `goal` is required until one is accepted.
+pub fn declare_schema(offered: &[String], need_goal: bool) -> Value {
+    let mut schema = plan_schema(&Postconditions {
+        sources: offered.to_vec(),
+    });
+    schema["properties"]["subgoals"]["items"]["properties"]["postcondition"] =
+        json!({"type": "string", "minLength": 1, "maxLength": 160});
+    schema["properties"]["watch"] = json!({
+        "type": "array", "maxItems": crate::declare::MAX_PER_REPLY,
+        "items": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 32},
+                "reads": {"type": "string", "enum": ["present", "number", "colour", "expression"]},
+                "mark": {"type": "integer", "minimum": 0},
+                "colour": {"type": "string", "maxLength": 16},
+                "expression": {"type": "string", "maxLength": 160}
+            },
+            "required": ["name", "reads"],
+            "additionalProperties": false
+        }
+    });
+    schema["properties"]["goal"] = json!({"type": "string", "minLength": 1, "maxLength": 160});
+    // The declarations come before the subgoals that name them.
+    let mut order = vec![json!("watch")];
+    if need_goal {
+        order.push(json!("goal"));
+    }
+    order.push(json!("subgoals"));
+    schema["required"] = Value::Array(order);
+    schema
+}
+
+/// The declarations and the goal check a reply wrote (absent: none).
+pub fn declarations_from_reply(value: &Value) -> (Vec<crate::declare::SensorRequest>, Option<String>) {
+    let watch = value
+        .get("watch")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| serde_json::from_value(w.clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let goal = value
+        .get("goal")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(str::to_string);
+    (watch, goal)
+}
+
+/// The postconditions a reply's subgoals name, in order, trimmed.
+pub fn postcondition_sources(value: &Value) -> Vec<String> {
+    value
+        .get("subgoals")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.get("postcondition").and_then(Value::as_str))
+                .map(|s| s.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Longest research question a plan may carry.
 pub const RESEARCH_QUESTION_MAX_CHARS: usize = 160;
 
@@ -67,6 +138,7 @@ pub fn plan_from_reply(value: &Value, post: &Postconditions, first_id: u32) -> R
         let source = it
             .get("postcondition")
             .and_then(Value::as_str)
+            .map(str::trim)
             .ok_or("subgoal without postcondition")?;
         let handle = post
             .sources

@@ -110,6 +110,10 @@ pub struct SessionConfig {
     /// Recordings made before this lack the field and replay as made (waiting for the first plan).
     #[serde(default)]
     pub act_while_planning: bool,
+    /// The agent declares its own sensors, postconditions and goal check (no `--goal-check` was given):
+    /// what it needs to compile them against (sensor-expressions.md, "Declaration and lifetime").
+    #[serde(default)]
+    pub declare: Option<crate::declare::DeclareConfig>,
 }
 
 impl Default for SessionConfig {
@@ -134,6 +138,7 @@ impl Default for SessionConfig {
             coord_convention: gamepilot_core::CoordConvention::CapturePixels,
             steering: None,
             act_while_planning: true,
+            declare: None,
         }
     }
 }
@@ -363,7 +368,36 @@ pub struct Session {
     freshness: crate::fresh::Freshness,
     /// When the frame of the tactical tick being acted on was captured.
     seen_at: Option<MonoTime>,
+    /// The user's sensors and the agent's own, when the agent declares its checks.
+    declarations: Option<crate::declare::Declarations>,
+    /// The goal's check the agent declared, once accepted.
+    agent_goal: Option<AgentGoal>,
+    /// The elements of the latest perceived frame: a declaration names one by its mark.
+    last_elements: Vec<gamepilot_vision::Element>,
 }
+
+/// The goal's own check as the agent declared it (sensor-expressions.md, "Declaration and lifetime").
+#[derive(Debug, Clone)]
+struct AgentGoal {
+    source: String,
+    /// The pass that declared it.
+    pass: u64,
+    /// Actions executed when it was declared: only an action of this session after that can meet it.
+    actions_before: u64,
+    /// Seen false on a reflex report after its declaration (a check already true is refused).
+    seen_false: bool,
+}
+
+/// What the deliberative planner is told it may do when it declares its own checks (after its role, in
+/// the invariant system text).
+const DECLARE_SKILL: &str = "Checks: nothing tells you yet when the goal or a step is done, so you declare what to watch. \
+In \"watch\" declare up to 4 sensors, each with a new lower-case name and what it reads: \
+\"present\" with a mark: true while that element is on screen (a menu's Play button: false once the game has started); \
+\"number\" with a mark that shows a number (a score or lines counter); \
+\"colour\" with a mark and a colour: the fraction of its box in that colour; \
+\"expression\": an expression over sensors (not play_shown, lines > @lines, score >= 10). \
+In \"goal\" write the goal's own check: a sensor's name or an expression that is false now and becomes true when the goal is done. \
+Each subgoal's postcondition is such an expression too, false now.";
 
 #[derive(Debug, Clone)]
 struct TacticalInFlight {
@@ -529,9 +563,13 @@ fn is_pointer(action: &Action) -> bool {
 impl Session {
     /// A session for `cfg`, starting at `start`.
     pub fn new(cfg: SessionConfig, start: MonoTime) -> Result<Session, SessionError> {
-        if cfg.postconditions.is_empty() {
+        if cfg.postconditions.is_empty() && cfg.declare.is_none() {
             return Err(SessionError::NoPostcondition);
         }
+        let declarations = match &cfg.declare {
+            Some(d) => Some(crate::declare::Declarations::new(d.clone()).map_err(SessionError::Sensors)?),
+            None => None,
+        };
         let mut tools = session_tools(cfg.camera_calibrated);
         if cfg.steering.is_some() {
             // Described in block 1 from the start (the prefix stays byte-identical) and first: a small
@@ -542,6 +580,11 @@ impl Session {
         let tools = ToolSet::new(&tools)?;
         let context_cfg = ContextConfig {
             context_tokens: cfg.context_tokens,
+            deliberative_skills: if cfg.declare.is_some() {
+                DECLARE_SKILL.to_string()
+            } else {
+                String::new()
+            },
             ..ContextConfig::default()
         };
         let context = Context::new(context_cfg, &tools, &cfg.goal, start)?;
@@ -598,6 +641,9 @@ impl Session {
             probe_running: None,
             freshness: crate::fresh::Freshness::default(),
             seen_at: None,
+            declarations,
+            agent_goal: None,
+            last_elements: Vec::new(),
             cfg,
         })
     }
@@ -861,7 +907,9 @@ impl Session {
                     self.deliberation = Some((pass, trigger, false));
                     // The start pass plans from the first screen: with the goal acted on meanwhile, its
                     // job is composed once that screen is perceived (a tactical tick away).
-                    if trigger == Trigger::Start && self.act_on_goal_meanwhile(now, out) {
+                    if trigger == Trigger::Start
+                        && (self.act_on_goal_meanwhile(now, out) || self.needs_first_screen())
+                    {
                         self.start_pass_waiting = Some(now);
                     } else {
                         out.push(Effect::StartDeliberation(
@@ -1225,6 +1273,7 @@ impl Session {
             return;
         }
         self.last_goal_met = r.goal_met;
+        let goal_met = self.judge_agent_goal(r.goal_met, now, out);
         let progress = self
             .cfg
             .progress_sensor
@@ -1243,12 +1292,70 @@ impl Session {
                 signature: r.signature,
                 held: r.held,
                 progress,
-                goal_met: r.goal_met,
+                goal_met,
                 subgoal: r.subgoal,
             },
             now,
             out,
         );
+    }
+
+    /// The goal's value the loop logic may stop on. A user's check is taken as it reads; an agent's only
+    /// once it was seen false after its declaration (one already true is refused and a new one asked
+    /// for) and an action of this session came after that; with no check accepted yet, none.
+    fn judge_agent_goal(
+        &mut self,
+        reads: Option<bool>,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) -> Option<bool> {
+        if self.declarations.is_none() {
+            return reads;
+        }
+        let g = self.agent_goal.as_mut()?;
+        match reads {
+            Some(false) => {
+                g.seen_false = true;
+                Some(false)
+            }
+            Some(true) if !g.seen_false => {
+                let (source, pass) = (g.source.clone(), g.pass);
+                self.agent_goal = None;
+                out.push(Effect::Record(SessionRecord::Failure {
+                    action: None,
+                    cause: FailureCause::Plan,
+                    evidence: format!(
+                        "goal check `{source}` of pass {pass} refused: already true when declared"
+                    ),
+                }));
+                self.context.record(HistoryEntry::new(
+                    now,
+                    format!("goal check `{source}`"),
+                    "refused: it is already true; declare one that is false now and true once the goal is done",
+                ));
+                if let Some(decl) = &self.declarations {
+                    out.push(Effect::Reflex(ReflexCommand::Sensors {
+                        source: decl.source(),
+                        goal: None,
+                        postconditions: self.cfg.postconditions.clone(),
+                        templates: Vec::new(),
+                    }));
+                }
+                None
+            }
+            Some(true) if self.state.actions_executed() > g.actions_before => {
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!(
+                        "goal met: agent-declared check `{}` (pass {}) turned true after an action of this session",
+                        g.source, g.pass
+                    ),
+                }));
+                Some(true)
+            }
+            // True, but not by anything this session did since the check was declared.
+            Some(true) => Some(false),
+            None => None,
+        }
     }
 
     /// A held destructive action grounded in an older transform chain is dropped (FR-PERC-002).
@@ -1322,7 +1429,7 @@ impl Session {
             || !self.actions.is_empty()
             || !self.freshness.ready_for_frame(now)
             || self.probe_running.is_some()
-            || self.state.active_subgoal().is_none()
+            || (self.state.active_subgoal().is_none() && !self.needs_first_screen())
             || !due
         {
             return;
@@ -1364,7 +1471,10 @@ impl Session {
             tools.retain(|t| *t != Tool::Click);
             tools.push(Tool::MoveTo);
         }
-        let perceive_only = self.selfid.probing() || self.retry.is_some() || self.safe.returning();
+        let perceive_only = self.selfid.probing()
+            || self.retry.is_some()
+            || self.safe.returning()
+            || self.state.active_subgoal().is_none();
         // A subgoal that names an element is clicked without a model call when exactly one
         // element carries that label — once per subgoal and name, so a click that did not finish the
         // subgoal leaves the next choice to the model.
@@ -1473,6 +1583,7 @@ impl Session {
         }
         let observation_text = observation_for_model(&listing, job.health, job.observation_max_bytes);
         if self.start_pass_waiting.is_some() {
+            self.last_elements = obs.elements.clone();
             self.last_observation = bound_text(&observation_text, self.cfg.observation_max_bytes);
             if obs.frame_size.area() > 0 {
                 self.last_frame_size = Some(obs.frame_size);
@@ -1758,6 +1869,7 @@ impl Session {
             }
         };
         self.seen_at = Some(t.started);
+        self.last_elements = t.observation.elements.clone();
         let scene = scene_kind(&t.observation);
         self.last_scene = Some(scene);
         self.last_print = ScreenPrint::of(&t.observation, scene);
@@ -2234,9 +2346,12 @@ impl Session {
             pass,
             trigger,
             prompt,
-            schema: crate::plan::plan_schema(&crate::plan::Postconditions {
-                sources: self.cfg.postconditions.clone(),
-            }),
+            schema: match self.declarations {
+                Some(_) => crate::plan::declare_schema(&self.cfg.postconditions, self.agent_goal.is_none()),
+                None => crate::plan::plan_schema(&crate::plan::Postconditions {
+                    sources: self.cfg.postconditions.clone(),
+                }),
+            },
             image,
             first_id,
         }
@@ -2245,13 +2360,22 @@ impl Session {
     /// A postcondition's value on the latest reflex tick: a boolean sensor by its name, the goal check
     /// (the one postcondition that is no sensor's name) by the goal's value.
     fn postcondition_value(&self, source: &str) -> Option<bool> {
+        if let Some(d) = &self.declarations {
+            let expr = d.compile(source).ok()?;
+            return d.value(&expr, &self.numbers.sensors, &self.numbers.sensors);
+        }
         match self.numbers.sensors.iter().find(|(n, _)| n == source) {
             Some((_, v)) => v.map(|v| v != 0.0),
             None => self.last_goal_met,
         }
     }
 
-    fn on_plan(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+    fn on_plan(&mut self, mut p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        if self.declarations.is_some() {
+            if let Some(reply) = p.reply.take() {
+                p.plan = self.declare_from(&reply, p.pass, p.first_id, now, out);
+            }
+        }
         if let Some(q) = p.research.clone() {
             out.push(Effect::Record(SessionRecord::Note {
                 text: format!("pass {} wrote a research question: {q:?}", p.pass),
@@ -2328,6 +2452,126 @@ impl Session {
             ),
             Err(reason) => self.fail_pass(p.pass, reason, now, out),
         }
+    }
+
+    /// The agent declares its checks and no frame has been perceived yet: its first pass needs the
+    /// screen's marks, so the first tactical tick only perceives.
+    fn needs_first_screen(&self) -> bool {
+        self.declarations.is_some() && self.last_frame_size.is_none()
+    }
+
+    /// A deliberative reply of a session whose agent declares its checks: its sensors declared (each
+    /// compiled with what came before; one that does not compile is said to the next pass with its
+    /// diagnostics), its goal check accepted when none is yet, its postconditions compiled and added to
+    /// those the reflex evaluates; then the plan, or why it cannot be adopted.
+    fn declare_from(
+        &mut self,
+        reply: &serde_json::Value,
+        pass: u64,
+        first_id: u32,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) -> Result<gamepilot_planner::PlanSpec, String> {
+        let Some(decl) = self.declarations.as_mut() else {
+            return Err("this session takes no declarations".into());
+        };
+        let (watch, goal) = crate::plan::declarations_from_reply(reply);
+        let frame = self.last_frame_size.unwrap_or(decl.config().declared_size);
+        let mut changed = false;
+        let mut said = Vec::new();
+        for req in watch.iter().take(crate::declare::MAX_PER_REPLY) {
+            match decl.declare(req, &self.last_elements, frame, pass) {
+                Ok(d) => {
+                    changed = true;
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!(
+                            "pass {pass} declared sensor `{}`{}",
+                            d.line(),
+                            d.mark
+                                .map(|m| format!(
+                                    " from mark [{}] {:?}",
+                                    m.0,
+                                    d.label.clone().unwrap_or_default()
+                                ))
+                                .unwrap_or_default()
+                        ),
+                    }));
+                    said.push(format!("declared `{}`", d.line()));
+                }
+                Err(why) => said.push(format!("not declared: {why}")),
+            }
+        }
+        if let (None, Some(g)) = (&self.agent_goal, goal) {
+            if decl.config().goal_check_given {
+                said.push("the user's goal check stands: no goal check declared".into());
+            } else {
+                match decl.compile(&g) {
+                    Ok(expr) if expr.ty == gamepilot_sensor::Type::Bool => {
+                        changed = true;
+                        out.push(Effect::Record(SessionRecord::Note {
+                            text: format!("pass {pass} declared the goal's check `{g}`"),
+                        }));
+                        said.push(format!("goal check `{g}` declared"));
+                        self.agent_goal = Some(AgentGoal {
+                            source: g,
+                            pass,
+                            actions_before: self.state.actions_executed(),
+                            seen_false: false,
+                        });
+                    }
+                    Ok(_) => said.push(format!(
+                        "goal check `{g}` refused: it is a number, not true or false"
+                    )),
+                    Err(why) => said.push(format!("goal check `{g}` refused:\n{why}")),
+                }
+            }
+        }
+        let mut refused = None;
+        for src in crate::plan::postcondition_sources(reply) {
+            if self.cfg.postconditions.contains(&src) {
+                continue;
+            }
+            match decl.compile(&src) {
+                Ok(expr) if expr.ty == gamepilot_sensor::Type::Bool => {
+                    changed = true;
+                    self.cfg.postconditions.push(src);
+                }
+                Ok(_) => {
+                    refused.get_or_insert(format!("postcondition `{src}` is a number, not true or false"));
+                }
+                Err(why) => {
+                    refused.get_or_insert(format!("postcondition `{src}` does not compile:\n{why}"));
+                }
+            }
+        }
+        if !said.is_empty() {
+            self.context.record(HistoryEntry::new(
+                now,
+                format!("pass {pass} checks"),
+                said.join("; "),
+            ));
+        }
+        if changed {
+            out.push(Effect::Reflex(ReflexCommand::Sensors {
+                source: decl.source(),
+                goal: self.agent_goal.as_ref().map(|g| g.source.clone()),
+                postconditions: self.cfg.postconditions.clone(),
+                templates: decl.templates(),
+            }));
+        }
+        if let Some(why) = refused {
+            return Err(why);
+        }
+        if self.agent_goal.is_none() && !decl.config().goal_check_given {
+            return Err("no goal check: write in \"goal\" a sensor or expression that is false now and true once the goal is done".into());
+        }
+        crate::plan::plan_from_reply(
+            reply,
+            &crate::plan::Postconditions {
+                sources: self.cfg.postconditions.clone(),
+            },
+            first_id,
+        )
     }
 
     /// While a pass plans and no subgoal is active, the goal itself is the subgoal (the tactical

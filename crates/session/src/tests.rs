@@ -216,6 +216,8 @@ fn planned() -> (Session, Vec<Effect>) {
         .any(|e| matches!(e, Effect::StartDeliberation(j) if j.pass == 1)));
     let adopted = s.step(
         Input::Plan(PlanOutcome {
+            reply: None,
+            first_id: 0,
             research: None,
             pass: 1,
             plan: Ok(two_step_plan()),
@@ -233,6 +235,8 @@ fn started_with(cfg: SessionConfig, plan: PlanSpec) -> (Session, Vec<Effect>) {
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            reply: None,
+            first_id: 0,
             research: None,
             pass: 1,
             plan: Ok(plan),
@@ -1222,6 +1226,8 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired()
     };
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            reply: None,
+            first_id: 0,
             research: None,
             pass: 1,
             plan: Ok(twice),
@@ -1253,6 +1259,8 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired()
     s.step(Input::Reflex(tick), ms(20));
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            reply: None,
+            first_id: 0,
             research: None,
             pass: 1,
             plan: Ok(two_step_plan()),
@@ -1293,6 +1301,8 @@ fn a_plan_asked_again_with_nothing_sound_left_falls_back_to_the_goal_itself() {
     for (at, asks_again) in [(10, true), (20, false)] {
         let fx = s.step(
             Input::Plan(PlanOutcome {
+                reply: None,
+                first_id: 0,
                 research: None,
                 pass: 1,
                 plan: Ok(reached()),
@@ -1338,6 +1348,8 @@ fn with_one_postcondition_offered_a_repeating_plan_is_repaired_at_once() {
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            reply: None,
+            first_id: 0,
             research: None,
             pass: 1,
             plan: Ok(PlanSpec {
@@ -1577,6 +1589,8 @@ fn the_research_rung_asks_the_planners_question_and_the_second_goes_deep() {
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            reply: None,
+            first_id: 0,
             research: Some("how do I start a game".into()),
             pass: 1,
             plan: Ok(two_step_plan()),
@@ -2162,6 +2176,8 @@ fn while_the_first_plan_is_made_the_goal_is_acted_on_and_the_plan_is_made_from_t
     // The pass's plan replaces the goal-as-subgoal.
     let fx = s.step(
         Input::Plan(PlanOutcome {
+            reply: None,
+            first_id: 0,
             research: None,
             pass: 1,
             plan: Ok(two_step_plan()),

@@ -1,0 +1,115 @@
+//! `gamepilot run` with a goal in words and nothing else — no `--goal-check`, no sensor file: the agent's
+//! first deliberative pass declares what it watches (the menu's Play button, cut from the frame into the
+//! atlas), the goal's own check over it and the subgoal's postcondition; the session ends when an action of
+//! its own made that check true. Judged by the practice game's own state file, never by our sensors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
+
+mod common;
+
+use common::{events, gamepilot, mark_with, show};
+use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
+use serde_json::json;
+
+/// The mark of the element labelled `label` on a listing line of a prompt (any cadence's).
+fn listed_mark(prompt: &str, label: &str) -> Option<u64> {
+    let quoted = format!("{label:?}");
+    prompt
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with('[') && l.contains(&quoted))
+        .and_then(|l| l[1..].split(']').next().and_then(|n| n.parse().ok()))
+}
+
+#[test]
+fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
+    // FR-LOOP-004, sensor-expressions.md "Declaration and lifetime": the agent declares its own checks
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    let host = ScriptedHost::start(HostConfig::new(), |req: &ReceivedChat| {
+        if req.system_text().contains("deliberative planner") {
+            let offers_watch = req
+                .schema()
+                .is_some_and(|s| s.pointer("/properties/watch").is_some());
+            let prompt = req.prompt_text();
+            return match (offers_watch, listed_mark(&prompt, "Play")) {
+                (true, Some(mark)) => Reply::json(&json!({
+                    "watch": [{"name": "play_shown", "reads": "present", "mark": mark}],
+                    "goal": "not play_shown",
+                    "subgoals": [{"description": "click Play", "postcondition": "not play_shown",
+                                  "max_actions": 5, "max_time_s": 60}]
+                })),
+                // A declaration the compiler refuses: its diagnostics go to the next pass.
+                _ => Reply::json(&json!({
+                    "watch": [{"name": "broken", "reads": "expression", "expression": "lines >"}],
+                    "subgoals": [{"description": "look at the menu", "postcondition": "broken",
+                                  "max_actions": 5, "max_time_s": 60}]
+                })),
+            };
+        }
+        match mark_with(&req.prompt_text(), "Play", "") {
+            Some(mark) => Reply::json(&json!({"action": "click_mark", "mark": mark})),
+            None => Reply::json(&json!({"action": "wait", "duration_ms": 200})),
+        }
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let out = gamepilot()
+        .args(["run", "--display", &bed.display])
+        .args(["--window", &format!("0x{:x}", arena.window.id)])
+        .args(["--goal", "Start a game from the menu"])
+        .args(["--max-actions", "6", "--session-budget-s", "60", "--unattended"])
+        .args(["--tactical-interval-ms", "100", "--grounding", "mark"])
+        .args(["--model-endpoint", &host.base_url()])
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = show(&out);
+    // The game's own state: it left the menu.
+    let state = arena
+        .wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "play")
+        .unwrap_or_else(|_| panic!("the game left the menu:\n{text}"));
+    assert_eq!(state["held_keys"].as_array().map(Vec::len), Some(0), "{state}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the session ended on its goal:\n{text}"
+    );
+    let ev = events(&rec);
+    let notes: Vec<String> = ev
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("declared sensor `play_shown = template_present(\"play_shown\"")),
+        "the declaration is recorded:\n{}",
+        notes.join("\n")
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("goal met: agent-declared check `not play_shown`")),
+        "the session names the check that ended it:\n{}",
+        notes.join("\n")
+    );
+    // Every deliberative pass after a refused declaration reads why it was refused.
+    let passes: Vec<String> = host
+        .chat_requests()
+        .into_iter()
+        .filter(|r| r.system_text().contains("deliberative planner"))
+        .map(|r| r.prompt_text())
+        .collect();
+    if let Some(i) = passes.iter().position(|p| listed_mark(p, "Play").is_none()) {
+        if let Some(next) = passes.get(i + 1) {
+            assert!(
+                next.contains("does not compile"),
+                "the diagnostics reach the next pass:\n{next}"
+            );
+        }
+    }
+}
