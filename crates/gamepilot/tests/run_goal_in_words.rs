@@ -97,6 +97,13 @@ fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
         "the session names the check that ended it:\n{}",
         notes.join("\n")
     );
+    // Replay re-declares the sensors from the recorded replies and re-derives every decision.
+    let replay = gamepilot().arg("replay").arg(&rec).output().unwrap();
+    assert!(
+        replay.status.success(),
+        "replay reproduces every effect, the declarations included:\n{}",
+        show(&replay)
+    );
     // Every deliberative pass after a refused declaration reads why it was refused.
     let passes: Vec<String> = host
         .chat_requests()
