@@ -1,7 +1,8 @@
 //! `gamepilot run` with a goal in words and nothing else — no `--goal-check`, no sensor file: the agent's
 //! first deliberative pass declares what it watches (the menu's Play button, cut from the frame into the
 //! atlas), the goal's own check over it and the subgoal's postcondition; the session ends when an action of
-//! its own made that check true. Judged by the practice game's own state file, never by our sensors.
+//! its own made that check true and a second deliberative look agreed. Judged by the practice game's own
+//! state file, never by our sensors.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
@@ -27,6 +28,13 @@ fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
     let host = ScriptedHost::start(HostConfig::new(), |req: &ReceivedChat| {
+        if req
+            .schema()
+            .is_some_and(|s| s.pointer("/properties/met").is_some())
+        {
+            // The second look at the goal check that turned true.
+            return Reply::json(&json!({"met": true, "why": "the menu is gone and the play field is shown"}));
+        }
         if req.system_text().contains("deliberative planner") {
             let offers_watch = req
                 .schema()
@@ -91,9 +99,10 @@ fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
         notes.join("\n")
     );
     assert!(
-        notes
-            .iter()
-            .any(|n| n.starts_with("goal met: agent-declared check `not play_shown`")),
+        notes.iter().any(
+            |n| n.starts_with("goal met: agent-declared check `not play_shown`")
+                && n.contains("confirmed by a second look")
+        ),
         "the session names the check that ended it:\n{}",
         notes.join("\n")
     );

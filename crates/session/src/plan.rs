@@ -75,6 +75,31 @@ pub fn declare_schema(offered: &[String], need_goal: bool) -> Value {
     schema
 }
 
+/// The schema of the second look at an agent-declared goal check that turned true: is the goal met?
+pub fn goal_look_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "met": {"type": "boolean"},
+            "why": {"type": "string", "maxLength": 160}
+        },
+        "required": ["met", "why"],
+        "additionalProperties": false
+    })
+}
+
+/// The second look's answer: met or not, and why in its words.
+pub fn goal_look_answer(value: &Value) -> Option<(bool, String)> {
+    let met = value.get("met")?.as_bool()?;
+    let why = value
+        .get("why")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Some((met, why))
+}
+
 /// The declarations and the goal check a reply wrote (absent: none).
 pub fn declarations_from_reply(value: &Value) -> (Vec<crate::declare::SensorRequest>, Option<String>) {
     let watch = value

@@ -374,6 +374,10 @@ pub struct Session {
     agent_goal: Option<AgentGoal>,
     /// The elements of the latest perceived frame: a declaration names one by its mark.
     last_elements: Vec<gamepilot_vision::Element>,
+    /// The pass of the second look at the agent's goal check in flight.
+    goal_look: Option<u64>,
+    /// Second looks asked so far.
+    goal_looks: u64,
 }
 
 /// The goal's own check as the agent declared it (sensor-expressions.md, "Declaration and lifetime").
@@ -386,7 +390,14 @@ struct AgentGoal {
     actions_before: u64,
     /// Seen false on a reflex report after its declaration (a check already true is refused).
     seen_false: bool,
+    /// A second deliberative look agreed that the goal is met (its words).
+    confirmed: Option<String>,
+    /// Actions executed when a second look was last asked (asked again only after another action).
+    looked_at: Option<u64>,
 }
+
+/// Pass numbers of the second looks at an agent's goal check: far above the planner's own passes.
+const GOAL_LOOK_PASS: u64 = 1 << 40;
 
 /// What the deliberative planner is told it may do when it declares its own checks (after its role, in
 /// the invariant system text).
@@ -644,6 +655,8 @@ impl Session {
             declarations,
             agent_goal: None,
             last_elements: Vec::new(),
+            goal_look: None,
+            goal_looks: 0,
             cfg,
         })
     }
@@ -1344,17 +1357,85 @@ impl Session {
                 None
             }
             Some(true) if self.state.actions_executed() > g.actions_before => {
-                out.push(Effect::Record(SessionRecord::Note {
-                    text: format!(
-                        "goal met: agent-declared check `{}` (pass {}) turned true after an action of this session",
-                        g.source, g.pass
-                    ),
-                }));
-                Some(true)
+                if let Some(why) = &g.confirmed {
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!(
+                            "goal met: agent-declared check `{}` (pass {}) turned true after an action of this session, confirmed by a second look ({why})",
+                            g.source, g.pass
+                        ),
+                    }));
+                    return Some(true);
+                }
+                let actions = self.state.actions_executed();
+                if self.goal_look.is_none() && g.looked_at != Some(actions) {
+                    g.looked_at = Some(actions);
+                    let source = g.source.clone();
+                    self.start_goal_look(&source, now, out);
+                }
+                Some(false)
             }
             // True, but not by anything this session did since the check was declared.
             Some(true) => Some(false),
             None => None,
+        }
+    }
+
+    /// Ask one more deliberative look at the current observation (and picture, where the host sees
+    /// images) whether the goal is met, now that the agent's own check for it reads true.
+    fn start_goal_look(&mut self, source: &str, now: MonoTime, out: &mut Vec<Effect>) {
+        self.goal_looks += 1;
+        let pass = GOAL_LOOK_PASS + self.goal_looks;
+        self.goal_look = Some(pass);
+        let question = format!(
+            "Question: the check `{source}` you declared for the goal now reads true. Looking at the screen as it is now, is the goal met? Answer met true or false, and why in a few words."
+        );
+        let (prompt, image) = self.deliberative_prompt(&question, now);
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!("the goal check `{source}` reads true: a second look asked (pass {pass})"),
+        }));
+        out.push(Effect::StartDeliberation(DeliberationJob {
+            pass,
+            trigger: Trigger::SubgoalCompleted,
+            prompt,
+            schema: crate::plan::goal_look_schema(),
+            image,
+            // A look plans nothing: no subgoal id is spent on it.
+            first_id: self.next_subgoal,
+        }));
+    }
+
+    /// The second look's answer: agreed, the goal check may end the session on its next true reading;
+    /// not agreed (or no answer), the session goes on and asks again after its next action.
+    fn on_goal_look(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        self.goal_look = None;
+        let answer = p.reply.as_ref().and_then(crate::plan::goal_look_answer);
+        let Some(g) = self.agent_goal.as_mut() else {
+            return;
+        };
+        match answer {
+            Some((true, why)) => {
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!("second look at the goal check `{}`: met ({why})", g.source),
+                }));
+                g.confirmed = Some(why);
+            }
+            Some((false, why)) => {
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!("second look at the goal check `{}`: not met ({why})", g.source),
+                }));
+                self.context.record(HistoryEntry::new(
+                    now,
+                    format!("goal check `{}`", g.source),
+                    format!("reads true, but a second look says the goal is not met: {why}"),
+                ));
+            }
+            None => out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "second look at the goal check `{}` gave no answer ({}); asked again after the next action",
+                    g.source,
+                    p.plan.err().unwrap_or_default()
+                ),
+            })),
         }
     }
 
@@ -2319,7 +2400,29 @@ impl Session {
     fn deliberation_job(&mut self, pass: u64, trigger: Trigger, now: MonoTime) -> DeliberationJob {
         let first_id = self.next_subgoal;
         self.next_subgoal += 3;
-        // FR-MODEL-002: the latest marked frame at the deliberative budget, as the last content part.
+        let (prompt, image) = self.deliberative_prompt(&format!("Deliberation trigger: {trigger:?}"), now);
+        DeliberationJob {
+            pass,
+            trigger,
+            prompt,
+            schema: match self.declarations {
+                Some(_) => crate::plan::declare_schema(&self.cfg.postconditions, self.agent_goal.is_none()),
+                None => crate::plan::plan_schema(&crate::plan::Postconditions {
+                    sources: self.cfg.postconditions.clone(),
+                }),
+            },
+            image,
+            first_id,
+        }
+    }
+
+    /// A deliberative prompt of the context as of now: the latest observation, then `ask`; with the
+    /// latest marked frame at the deliberative budget as the last content part (FR-MODEL-002).
+    fn deliberative_prompt(
+        &mut self,
+        ask: &str,
+        now: MonoTime,
+    ) -> (gamepilot_context::Prompt, Option<crate::tactical::ImageWanted>) {
         let image = self
             .last_frame_size
             .filter(|_| self.cfg.with_image && self.cfg.deliberative_pixels > 0)
@@ -2336,25 +2439,10 @@ impl Session {
         });
         let prompt = self.context.assemble(
             Cadence::Deliberative,
-            &ObservationText::new(
-                now,
-                format!("{}\nDeliberation trigger: {trigger:?}", self.last_observation),
-            ),
+            &ObservationText::new(now, format!("{}\n{ask}", self.last_observation)),
             part,
         );
-        DeliberationJob {
-            pass,
-            trigger,
-            prompt,
-            schema: match self.declarations {
-                Some(_) => crate::plan::declare_schema(&self.cfg.postconditions, self.agent_goal.is_none()),
-                None => crate::plan::plan_schema(&crate::plan::Postconditions {
-                    sources: self.cfg.postconditions.clone(),
-                }),
-            },
-            image,
-            first_id,
-        }
+        (prompt, image)
     }
 
     /// A postcondition's value on the latest reflex tick: a boolean sensor by its name, the goal check
@@ -2371,6 +2459,9 @@ impl Session {
     }
 
     fn on_plan(&mut self, mut p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        if self.goal_look == Some(p.pass) {
+            return self.on_goal_look(p, now, out);
+        }
         if self.declarations.is_some() {
             if let Some(reply) = p.reply.take() {
                 p.plan = self.declare_from(&reply, p.pass, p.first_id, now, out);
@@ -2517,6 +2608,8 @@ impl Session {
                             pass,
                             actions_before: self.state.actions_executed(),
                             seen_false: false,
+                            confirmed: None,
+                            looked_at: None,
                         });
                     }
                     Ok(_) => said.push(format!(

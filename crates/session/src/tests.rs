@@ -2244,3 +2244,6 @@ fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
         "the probe's first hold instead: {sent:?}"
     );
 }
+
+#[path = "tests_declare.rs"]
+mod declare;

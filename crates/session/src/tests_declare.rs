@@ -1,0 +1,266 @@
+//! Unit tests of the agent declaring its own checks (sensor-expressions.md, "Declaration and lifetime";
+//! FR-LOOP-004): with no goal check given, the session perceives the first screen, its pass declares
+//! sensors against that screen's marks, and the goal check it declares ends the session only when false
+//! at first, made true after an action of this session, and agreed by a second look.
+
+use super::*;
+use crate::declare::DeclareConfig;
+use serde_json::json;
+
+fn declaring() -> SessionConfig {
+    SessionConfig {
+        postconditions: Vec::new(),
+        act_while_planning: true,
+        declare: Some(DeclareConfig {
+            sensor_source: String::new(),
+            declared_size: Size::new(1280, 720),
+            goal_check_given: false,
+        }),
+        ..config()
+    }
+}
+
+/// Start a declaring session and perceive its first screen (the menu); the start pass's job.
+fn first_pass(s: &mut Session) -> DeliberationJob {
+    let fx = s.step(Input::Start, ms(0));
+    let job = tactical_jobs(&fx)
+        .first()
+        .map(|j| (*j).clone())
+        .expect("the first screen is perceived");
+    assert!(
+        job.perceive_only,
+        "nothing is acted on before the agent has a check"
+    );
+    let fx = s.answer(outcome(job.tick, menu(), not_asked()), ms(100));
+    fx.iter()
+        .find_map(|e| match e {
+            Effect::StartDeliberation(j) => Some(j.clone()),
+            _ => None,
+        })
+        .expect("the start pass is composed from the first screen")
+}
+
+fn plan_input(pass: u64, first_id: u32, reply: serde_json::Value) -> Input {
+    Input::Plan(PlanOutcome {
+        pass,
+        plan: Err("parsed by the session".into()),
+        latency_ms: 10.0,
+        research: None,
+        reply: Some(reply),
+        first_id,
+    })
+}
+
+/// What a `ReflexCommand::Sensors` handed the reflex.
+struct Handed {
+    source: String,
+    goal: Option<String>,
+    postconditions: Vec<String>,
+    templates: Vec<(String, Rect)>,
+}
+
+fn sensors(fx: &[Effect]) -> Option<Handed> {
+    fx.iter().find_map(|e| match e {
+        Effect::Reflex(ReflexCommand::Sensors {
+            source,
+            goal,
+            postconditions,
+            templates,
+        }) => Some(Handed {
+            source: source.clone(),
+            goal: goal.clone(),
+            postconditions: postconditions.clone(),
+            templates: templates.clone(),
+        }),
+        _ => None,
+    })
+}
+
+fn play_declared() -> serde_json::Value {
+    json!({
+        "watch": [{"name": "play_shown", "reads": "present", "mark": 1}],
+        "goal": "not play_shown",
+        "subgoals": [{"description": "click Play", "postcondition": "not play_shown",
+                      "max_actions": 5, "max_time_s": 60}]
+    })
+}
+
+fn goal_report(tick: u64, met: bool) -> ReflexReport {
+    ReflexReport {
+        goal_met: Some(met),
+        sensors: vec![("play_shown".into(), Some(if met { 0.0 } else { 1.0 }))],
+        ..reflex(tick)
+    }
+}
+
+#[test]
+fn a_pass_declares_sensors_from_the_marks_it_saw_and_the_reflex_gets_them() {
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let job = first_pass(&mut s);
+    assert!(job.schema.pointer("/properties/watch").is_some());
+    assert!(
+        job.schema["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("goal")),
+        "the goal check is required until one is accepted"
+    );
+    assert!(
+        job.prompt.render().contains("\"Play\""),
+        "the pass sees the marks"
+    );
+    let fx = s.step(plan_input(job.pass, job.first_id, play_declared()), ms(200));
+    let handed = sensors(&fx).expect("the reflex is handed the declared sensors");
+    assert_eq!(
+        handed.source,
+        "play_shown = template_present(\"play_shown\", 0.8)"
+    );
+    assert_eq!(handed.goal.as_deref(), Some("not play_shown"));
+    assert_eq!(handed.postconditions, vec!["not play_shown".to_string()]);
+    assert_eq!(
+        handed.templates,
+        vec![("play_shown".to_string(), Rect::new(560, 300, 160, 48))]
+    );
+    assert!(notes(&fx)
+        .iter()
+        .any(|n| n.contains("declared sensor `play_shown")));
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Subgoal { active: Some((_, 0)) }))),
+        "the plan is adopted, its postcondition the first the reflex evaluates: {fx:#?}"
+    );
+}
+
+#[test]
+fn a_declaration_that_does_not_compile_reaches_the_next_pass_with_its_diagnostics() {
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let job = first_pass(&mut s);
+    let broken = json!({
+        "watch": [{"name": "lines", "reads": "expression", "expression": "score >"}],
+        "goal": "lines > 3",
+        "subgoals": [{"description": "clear lines", "postcondition": "lines > 3",
+                      "max_actions": 5, "max_time_s": 60}]
+    });
+    let fx = s.step(plan_input(job.pass, job.first_id, broken), ms(200));
+    assert!(sensors(&fx).is_none(), "nothing reaches the reflex");
+    let next = s
+        .context()
+        .assemble(Cadence::Deliberative, &ObservationText::new(ms(300), ""), None)
+        .render();
+    assert!(
+        next.contains("not declared: sensor `lines` does not compile"),
+        "the next pass reads why:\n{next}"
+    );
+    assert!(next.contains("goal check `lines > 3` refused"), "{next}");
+}
+
+#[test]
+fn an_agent_goal_check_already_true_is_refused() {
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let job = first_pass(&mut s);
+    s.step(plan_input(job.pass, job.first_id, play_declared()), ms(200));
+    let fx = s.step(Input::Reflex(goal_report(10, true)), ms(300));
+    assert!(s.stopped().is_none(), "a check true when declared ends nothing");
+    assert!(records(&fx).iter().any(|r| matches!(
+        r,
+        SessionRecord::Failure { evidence, .. } if evidence.contains("already true when declared")
+    )));
+    let handed = sensors(&fx).expect("the reflex stops evaluating it");
+    assert_eq!(handed.goal, None);
+}
+
+#[test]
+fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look() {
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let job = first_pass(&mut s);
+    let fx = s.step(plan_input(job.pass, job.first_id, play_declared()), ms(200));
+    let tick = tactical_jobs(&fx)
+        .first()
+        .map(|j| j.tick)
+        .expect("the plan's first tick");
+    s.step(Input::Reflex(goal_report(10, false)), ms(250));
+    let fx = s.answer(outcome(tick, menu(), click_mark(1)), ms(400));
+    let (click, _, _) = submits(&fx)[0].clone();
+    s.step(Input::ActionAccepted { action: click }, ms(410));
+    s.step(
+        Input::ActionEnded {
+            action: click,
+            end: ActionEnd::Finished,
+        },
+        ms(600),
+    );
+    // The check turns true: a second look is asked, nothing stops yet.
+    let fx = s.step(Input::Reflex(goal_report(40, true)), ms(700));
+    assert!(s.stopped().is_none());
+    let look = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::StartDeliberation(j) if j.schema.pointer("/properties/met").is_some() => Some(j.clone()),
+            _ => None,
+        })
+        .expect("a second look");
+    assert!(look
+        .prompt
+        .render()
+        .contains("Question: the check `not play_shown`"));
+    // It disagrees: the session goes on, the model reads why, no second look until another action.
+    s.step(
+        plan_input(look.pass, 0, json!({"met": false, "why": "a loading screen"})),
+        ms(900),
+    );
+    let fx = s.step(Input::Reflex(goal_report(50, true)), ms(1000));
+    assert!(s.stopped().is_none());
+    assert!(!fx.iter().any(|e| matches!(e, Effect::StartDeliberation(_))));
+    assert!(s
+        .context()
+        .assemble(Cadence::Deliberative, &ObservationText::new(ms(1000), ""), None)
+        .render()
+        .contains("a second look says the goal is not met: a loading screen"));
+    // Another action, the check true again: asked again, agreed, and the next true reading ends it.
+    let mut t = 1000;
+    let job = next_job(&mut s, &mut t);
+    t += 100;
+    let fx = s.answer(outcome(job.tick, menu(), click_mark(2)), ms(t));
+    let (second, _, _) = submits(&fx)[0].clone();
+    t += 100;
+    ended(&mut s, second, ms(t));
+    t += 200;
+    let fx = s.step(Input::Reflex(goal_report(t / 100, true)), ms(t));
+    let look = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::StartDeliberation(j) if j.schema.pointer("/properties/met").is_some() => Some(j.clone()),
+            _ => None,
+        })
+        .expect("asked again after another action");
+    t += 100;
+    s.step(
+        plan_input(
+            look.pass,
+            0,
+            json!({"met": true, "why": "the play field is shown"}),
+        ),
+        ms(t),
+    );
+    assert!(s.stopped().is_none(), "it ends on the check's next true reading");
+    t += 100;
+    let fx = s.step(Input::Reflex(goal_report(t / 100, true)), ms(t));
+    assert!(
+        notes(&fx).iter().any(
+            |n| n.starts_with("goal met: agent-declared check `not play_shown`")
+                && n.contains("confirmed by a second look (the play field is shown)")
+        ),
+        "{fx:#?}"
+    );
+    assert!(
+        matches!(
+            s.stopped(),
+            Some(SessionStop::Loop {
+                reason: gamepilot_planner::StopReason::GoalMet,
+                ..
+            })
+        ),
+        "{:?}",
+        s.stopped()
+    );
+}
