@@ -112,6 +112,7 @@ pub fn replay_scenes(
     // Today's behaviour, whatever the recording's version chose.
     let defaults = SessionConfig::default();
     cfg.act_while_planning = defaults.act_while_planning;
+    cfg.fresh_frames = defaults.fresh_frames;
     cfg.loop_cfg.start_pass_sees_first_screen = defaults.loop_cfg.start_pass_sees_first_screen;
     let post = Postconditions {
         sources: cfg.postconditions.clone(),

@@ -15,7 +15,7 @@ pub const SETTLE_AFTER_INPUT: Duration = Duration::from_millis(150);
 /// An input whose end never arrives (a report lost with a dying reflex) stops holding the next tick back
 /// after this long.
 pub const INPUT_END_BOUND: Duration = Duration::from_secs(20);
-/// Stale choices dropped in a row before one is let through to the dialogue check on its own frame
+/// Stale choices put back in a row before one is let through to the dialogue check on its own frame
 /// (a screen that never stops changing must not stop the agent).
 pub const MAX_STALE_IN_A_ROW: u32 = 3;
 
@@ -28,7 +28,7 @@ pub struct Freshness {
     input_ended: Option<MonoTime>,
     /// When the reflex last reported a scene change.
     scene_changed: Option<MonoTime>,
-    /// Choices dropped as stale since the last one sent.
+    /// Choices put back as stale since the last one sent.
     stale_in_a_row: u32,
 }
 
@@ -37,7 +37,7 @@ pub struct Freshness {
 pub enum Judgement {
     /// Chosen on a current frame: go on (the dialogue check reads that frame).
     Current,
-    /// Chosen on a frame older than a change: drop it and choose again on a fresh frame; says why.
+    /// Chosen on a frame older than a change: not sent; grounded again on a fresh frame. Says why.
     Stale(String),
 }
 

@@ -114,6 +114,12 @@ pub struct SessionConfig {
     /// what it needs to compile them against (sensor-expressions.md, "Declaration and lifetime").
     #[serde(default)]
     pub declare: Option<crate::declare::DeclareConfig>,
+    /// A choice that could answer a dialogue is sent only when made on a frame captured after our
+    /// previous input ended (and the game drew it) and after the last scene change; the next tactical
+    /// frame waits for that (`fresh.rs`, FR-SAFE-005). Recordings made before this lack the field and
+    /// replay as made.
+    #[serde(default)]
+    pub fresh_frames: bool,
 }
 
 impl Default for SessionConfig {
@@ -139,6 +145,7 @@ impl Default for SessionConfig {
             steering: None,
             act_while_planning: true,
             declare: None,
+            fresh_frames: true,
         }
     }
 }
@@ -165,6 +172,9 @@ struct GroundedAction {
     settle_ms: Option<u64>,
     /// What the screen showed when the action was chosen: confirmed, it becomes the safe state's target.
     screen: Option<ScreenPrint>,
+    /// The reply it was grounded from, to ground it again on a fresh frame when the screen changed
+    /// after this one was captured.
+    reply: Option<TacticalReply>,
 }
 
 impl GroundedAction {
@@ -191,6 +201,7 @@ impl GroundedAction {
             steer: None,
             settle_ms: None,
             screen: None,
+            reply: None,
         }
     }
 }
@@ -368,6 +379,8 @@ pub struct Session {
     freshness: crate::fresh::Freshness,
     /// When the frame of the tactical tick being acted on was captured.
     seen_at: Option<MonoTime>,
+    /// A choice made on a frame older than a change, grounded again (no model call) on the next one.
+    recheck: Option<TacticalReply>,
     /// The user's sensors and the agent's own, when the agent declares its checks.
     declarations: Option<crate::declare::Declarations>,
     /// The goal's check the agent declared, once accepted.
@@ -652,6 +665,7 @@ impl Session {
             probe_running: None,
             freshness: crate::fresh::Freshness::default(),
             seen_at: None,
+            recheck: None,
             declarations,
             agent_goal: None,
             last_elements: Vec::new(),
@@ -1508,7 +1522,7 @@ impl Session {
             || self.behind.is_some()
             || self.host.restarting
             || !self.actions.is_empty()
-            || !self.freshness.ready_for_frame(now)
+            || (self.cfg.fresh_frames && !self.freshness.ready_for_frame(now))
             || self.probe_running.is_some()
             || (self.state.active_subgoal().is_none() && !self.needs_first_screen())
             || !due
@@ -1554,6 +1568,7 @@ impl Session {
         }
         let perceive_only = self.selfid.probing()
             || self.retry.is_some()
+            || self.recheck.is_some()
             || self.safe.returning()
             || self.state.active_subgoal().is_none();
         // A subgoal that names an element is clicked without a model call when exactly one
@@ -2047,6 +2062,18 @@ impl Session {
             if let Some((name, excluded)) = direct {
                 return self.ground_direct(&name, &excluded, &t.observation, generation, now, out);
             }
+            if let Some(again) = self.recheck.take() {
+                if let Some(grounded) = self.ground(&again, &t.observation, false, generation, now) {
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!(
+                            "{} grounded again on a frame taken after the change",
+                            grounded.label
+                        ),
+                    }));
+                    self.act_on(grounded, &t.observation, generation, now, out);
+                }
+                return;
+            }
             if let Some(again) = self.retry.take() {
                 if let Some(grounded) = self.ground(&again, &t.observation, false, generation, now) {
                     out.push(Effect::Record(SessionRecord::Note {
@@ -2138,16 +2165,22 @@ impl Session {
         if let Some(near) = destructive::answer_scope(&grounded.intention.action) {
             // FR-SAFE-005: the dialogue check reads the frame the choice was made on; a choice made before
             // the screen changed is made again on what the screen shows now.
-            if let Some(seen) = self.seen_at {
+            if let Some(seen) = self.seen_at.filter(|_| self.cfg.fresh_frames) {
                 if let crate::fresh::Judgement::Stale(why) = self.freshness.judge(seen) {
                     out.push(Effect::Record(SessionRecord::Note {
-                        text: format!("{} not sent, chosen on an old frame: {why}", grounded.label),
+                        text: format!(
+                            "{} not sent yet, chosen on an old frame ({why}): grounded again on a fresh one",
+                            grounded.label
+                        ),
                     }));
-                    self.context.record(HistoryEntry::new(
-                        now,
-                        grounded.label,
-                        "not executed: the screen changed after it was chosen; choose again on the screen as it is now",
-                    ));
+                    match grounded.reply {
+                        Some(reply) => self.recheck = Some(reply),
+                        None => self.context.record(HistoryEntry::new(
+                            now,
+                            grounded.label,
+                            "not executed: the screen changed after it was chosen; choose again on the screen as it is now",
+                        )),
+                    }
                     return;
                 }
             }
@@ -2286,8 +2319,22 @@ impl Session {
     }
 
     /// Grounding: a mark becomes its box centre in capture space (FR-GND-001); coordinates stay as given
-    /// (FR-GND-002); a note goes to the note block. `None`: nothing to execute.
+    /// (FR-GND-002); a note goes to the note block. `None`: nothing to execute. The action keeps its
+    /// reply, to be grounded again on a fresh frame if this one turns out older than a change.
     fn ground(
+        &mut self,
+        reply: &TacticalReply,
+        marks: &Observation,
+        two_stage: bool,
+        generation: u64,
+        now: MonoTime,
+    ) -> Option<GroundedAction> {
+        let mut grounded = self.ground_reply(reply, marks, two_stage, generation, now)?;
+        grounded.reply = Some(reply.clone());
+        Some(grounded)
+    }
+
+    fn ground_reply(
         &mut self,
         reply: &TacticalReply,
         marks: &Observation,

@@ -715,22 +715,19 @@ fn a_key_chosen_before_the_click_that_opened_a_dialogue_ended_is_not_sent() {
     assert!(records(&fx)
         .iter()
         .any(|r| matches!(r, SessionRecord::Note { text } if text.contains("chosen on an old frame"))));
-    // Chosen again at once on the dialogue's frame: held for the user.
-    let again = tactical_jobs(&fx)[0].tick;
+    // Grounded again, with no model call, on the next frame (the dialogue's): held for the user.
+    let again = tactical_jobs(&fx)[0].clone();
+    assert!(
+        again.perceive_only,
+        "the model's choice stands; only the frame is new"
+    );
     let mut dialogue = menu();
     dialogue.texts = vec![TextItem {
         text: "Spend 100 gold?".into(),
         bbox: Rect::new(520, 250, 240, 30),
         confidence: 0.9,
     }];
-    let fx = s.answer(
-        outcome(
-            again,
-            dialogue,
-            reply(TacticalReply::Act(Action::Key { key: "Return".into() })),
-        ),
-        ms(1000),
-    );
+    let fx = s.answer(outcome(again.tick, dialogue, not_asked()), ms(1000));
     assert!(submits(&fx).is_empty());
     assert!(
         fx.iter().any(|e| matches!(e, Effect::AskConfirmation(_))),
