@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs `gamepilot demo` on game seeds 1..N (default 5) and prints how many reached the goal (`coins >= 1`)
 # within the demo's 120 s, with nothing held afterwards (README.md's demo figure). Needs a built workspace
-# and the model cache (scripts/setup-llama.sh).
+# and the model cache (scripts/setup-llama.sh). Arguments after N go to every `demo` (`--agent-checks`: the
+# goal in words alone, the agent declaring its own checks).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
+shift || true
 bin=${GAMEPILOT_BIN:-target/debug/gamepilot}
 ok=0
 for seed in $(seq 1 "$n"); do
-  out=$("$bin" demo --game-seed "$seed" --quiet 2>&1)
+  out=$("$bin" demo --game-seed "$seed" --quiet "$@" 2>&1)
   state=$(printf '%s\n' "$out" | grep "game's own state" | head -n 1)
   coins=$(printf '%s\n' "$state" | sed -n 's/.* coins \([0-9]*\).*/\1/p')
   held=$(printf '%s\n' "$state" | sed -n 's/.*held \(\[.*\]\).*/\1/p')

@@ -23,6 +23,10 @@ pub struct Args {
     /// The goal's postcondition (a sensor expression over examples/practice-arena.sensors).
     #[arg(long, default_value = "coins >= 1")]
     pub goal_check: String,
+    /// The goal in words alone: no sensor file and no goal check; the agent declares what it watches
+    /// (its sensors, postconditions and the goal's check). The game's own state still judges the demo.
+    #[arg(long, conflicts_with = "goal_check")]
+    pub agent_checks: bool,
     /// Session wall-clock budget in seconds.
     #[arg(long, default_value_t = 120)]
     pub seconds: u64,
@@ -108,18 +112,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 .n_ctx
                 .map(|n| n.min(u64::from(u32::MAX)) as u32)
                 .unwrap_or(4096),
-            progress_sensor: Some(
-                args.stuck
-                    .progress_sensor
-                    .clone()
-                    .unwrap_or_else(|| "coins".into()),
-            ),
+            progress_sensor: match (&args.stuck.progress_sensor, args.agent_checks) {
+                (Some(p), _) => Some(p.clone()),
+                (None, false) => Some("coins".into()),
+                (None, true) => None,
+            },
             grounding_paths: args.grounding.paths(),
             steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
             act_while_planning: true,
         }),
-        goal_check: Some(args.goal_check.clone()),
-        sensors_src: Some(SENSORS.to_string()),
+        goal_check: (!args.agent_checks).then(|| args.goal_check.clone()),
+        sensors_src: (!args.agent_checks).then(|| SENSORS.to_string()),
         client,
         deliberative_client,
         model_name: args.model.model_name.clone(),
@@ -140,7 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         hosts: gamepilot_model::HostKeeper::new(Vec::new()),
         stop_signals: Some(stop_signals),
     };
-    say!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
+    if args.agent_checks {
+        say!("demo: goal {:?}, its checks declared by the agent", args.goal);
+    } else {
+        say!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
+    }
     let summary = agent::run_agent(cfg)?;
     let state = arena.state().ok();
     drop(host);
