@@ -46,13 +46,14 @@ fn launch(bed: &mut TestBed, binary: &str, env: &[(&str, &str)]) -> u32 {
     }
 }
 
-/// `run` on `window` in the background with `host` as its model, recording into a fresh directory
-/// (returned, with the recording's path, so it outlives the run).
+/// `run` on `window` in the background with `host` as its model and `extra` arguments, recording into
+/// a fresh directory (returned, with the recording's path, so it outlives the run).
 fn spawn_run(
     bed: &TestBed,
     window: u32,
     host: &ScriptedHost,
     goal: &str,
+    extra: &[&str],
 ) -> (tempfile::TempDir, std::path::PathBuf, std::process::Child) {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("session");
@@ -63,6 +64,7 @@ fn spawn_run(
         .args(["--max-actions", "16", "--session-budget-s", "150", "--unattended"])
         .args(["--tactical-interval-ms", "150", "--grounding", "mark"])
         .args(["--model-endpoint", &host.base_url()])
+        .args(extra)
         .arg("--record")
         .arg(&rec)
         .stdout(std::process::Stdio::piped())
@@ -245,6 +247,7 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
         win,
         &host,
         "Choose the 9x9 board, then read the About box and close it.",
+        &[],
     );
     // The game's own state: a 9x9 board makes its window taller.
     let child = wait_or_fail(child, Duration::from_secs(120), "the board never changed", || {
@@ -334,6 +337,79 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
     gamepilot_testbed::keep_session(&rec, "sgt-net-menus-and-dialogs").unwrap();
 }
 
+#[test]
+fn run_switches_mines_to_16x16_from_its_type_menu_in_a_small_window() {
+    // FR-PERC-001, FR-PERC-005, FR-PERC-006: the model opens the menu and picks the item
+    mines_board_from_the_type_menu("open the Type menu, then pick the 16x16 board", false);
+}
+
+#[test]
+fn run_switches_mines_to_16x16_when_the_plan_names_type_and_the_session_clicks_it() {
+    // FR-GND-001 as well: the plan's step names Type, clicked without a model call; the model picks the item
+    mines_board_from_the_type_menu("click Type", true);
+}
+
+/// sgt-mines at its own 9x9 size (no resize: the Type menu's popup covers most of the 240 px window, and
+/// its menu bar is one detected rectangle holding "Game", "Type" and "Help"): Type, then "16x16, 40
+/// mines" switches the board, judged by the game's window widening.
+fn mines_board_from_the_type_menu(step: &'static str, direct: bool) {
+    let mut bed = TestBed::start().unwrap();
+    let win = launch(&mut bed, "/usr/games/sgt-mines", &[("MINES_DEFAULT", "9x9n10")]);
+    let x = bed.x11().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let before = x.client_rect(win).unwrap();
+    assert!(before.w < 300, "a 9x9 board: {before:?}");
+    const ITEM: &str = "16x16, 40 mines";
+    let clicked: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let log = clicked.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
+        if req.system_text().contains("deliberative planner") {
+            return gamepilot_testbed::plan_reply(req, &[(step, "region")]);
+        }
+        let prompt = req.prompt_text();
+        let mut log = log.lock().unwrap();
+        let pick = [(ITEM, " in popup"), ("Type", "")]
+            .into_iter()
+            .find_map(|(label, with)| mark_with(&prompt, label, with).map(|m| (label, m)));
+        match pick {
+            Some((label, mark)) if !log.contains(&ITEM) => {
+                log.push(label);
+                Reply::json(&json!({"action": "click_mark", "mark": mark}))
+            }
+            _ => Reply::json(&json!({"action": "wait", "duration_ms": 300})),
+        }
+    })
+    .unwrap();
+    let (_dir, rec, child) = spawn_run(
+        &bed,
+        win,
+        &host,
+        "Switch to the 16x16 board with 40 mines using the Type menu",
+        // The session's own click needs the plan's step first (the goal alone names no element to click).
+        if direct { &["--wait-for-plan"] } else { &[] },
+    );
+    let child = wait_or_fail(child, Duration::from_secs(120), "the board never grew", || {
+        x.client_rect(win).is_ok_and(|r| r.w > before.w + 100)
+    });
+    let out = stop(child);
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert_eq!(clicked.lock().unwrap().last(), Some(&ITEM), "{text}");
+    let ev = events(&rec);
+    assert!(ev.iter().any(|e| e["kind"] == "observation"
+        && e["marks"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["label"] == ITEM && m["layer"] == "popup"))));
+    let by_session = ev.iter().any(|e| {
+        e["kind"] == "note"
+            && e["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("grounded without a model call: the subgoal names 'type'"))
+    });
+    assert_eq!(by_session, direct, "who opened the menu:\n{text}");
+    assert!(x.server_held().unwrap().is_empty());
+}
+
 /// The LTris menu item a tactical prompt's observation marks selected.
 fn selected_item(prompt: &str) -> Option<&'static str> {
     ["New", "Controls", "Graphics", "Audio"]
@@ -376,7 +452,7 @@ fn run_sees_the_cursor_of_an_sdl_games_key_driven_menu_move_two_items() {
         Reply::json(&json!({"action": "wait", "duration_ms": 300}))
     })
     .unwrap();
-    let (_dir, rec, child) = spawn_run(&bed, win, &host, "Move the menu cursor down to Graphics.");
+    let (_dir, rec, child) = spawn_run(&bed, win, &host, "Move the menu cursor down to Graphics.", &[]);
     let child = wait_or_fail(child, Duration::from_secs(120), "three Down presses", || {
         downs.load(Ordering::SeqCst) >= 3
     });

@@ -97,7 +97,22 @@ pub fn direct_target(obs: &Observation, name: &str, excluded: &[ElementId]) -> O
         .filter(|e| !excluded.contains(&e.id))
         .filter(|e| e.label.as_deref().is_some_and(|l| normalise(l) == name));
     let first = hits.next()?;
+    // With one of the game's popups or dialogs open, a click on the main window closes or ignores it:
+    // what to do there is the model's choice.
+    let layered = obs.elements.iter().any(|e| e.layer.is_some());
+    if layered && first.layer.is_none() {
+        return None;
+    }
     hits.next().is_none().then_some(first.id)
+}
+
+/// A step's words as the key of what was clicked for it without a model call (case and spacing aside).
+pub fn step_key(description: &str) -> String {
+    description
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 #[cfg(test)]
@@ -187,5 +202,19 @@ mod tests {
             None,
             "two candidates: the model chooses"
         );
+    }
+
+    #[test]
+    fn nothing_behind_an_open_popup_is_clicked_without_the_model() {
+        // sgt-mines: the step "open the Type menu" was planned again once the menu opened, and its direct
+        // click on Type closed the menu it had opened
+        let mut open = labelled(&["Game", "Type", "16x16, 40 mines"]);
+        open.elements[2].layer = Some(gamepilot_core::WindowLayer::Popup);
+        assert_eq!(direct_target(&open, "type", &[]), None);
+        assert_eq!(
+            direct_target(&open, &normalise("16x16, 40 mines"), &[]),
+            Some(ElementId(3))
+        );
+        assert_eq!(step_key("Open  the Type menu"), step_key("open the type MENU"));
     }
 }

@@ -326,7 +326,9 @@ pub struct Session {
     /// The sensors' values when the previous tactical call started ("was" in the model's observation).
     sensors_at_last_call: Vec<(String, Option<f64>)>,
     /// Subgoals and the element names already clicked for them without a model call.
-    direct_done: Vec<(SubgoalId, String)>,
+    /// Keyed by the step's words, not its id: a plan made again after the step's own click opened a menu
+    /// names the same step, and clicking its element again would close that menu.
+    direct_done: Vec<(String, String)>,
     /// The latest research question a deliberative reply wrote, asked when the ladder reaches research.
     research_question: Option<String>,
     /// Research rungs reached so far; the second and later are deep research (FR-SKILL-004).
@@ -1579,13 +1581,16 @@ impl Session {
             self.state.status().subgoal_description,
         ) {
             // A path the user forced is every action's path; otherwise a named element is a mark.
-            (Some(sub), Some(d))
+            (Some(_), Some(d))
                 if !perceive_only
                     && tools.contains(&Tool::ClickMark)
                     && (self.cfg.grounding_paths.len() > 1 || path == Some(GroundingPath::Mark)) =>
             {
-                crate::direct::named_element(&d)
-                    .filter(|name| !self.direct_done.contains(&(sub, name.clone())))
+                crate::direct::named_element(&d).filter(|name| {
+                    !self
+                        .direct_done
+                        .contains(&(crate::direct::step_key(&d), name.clone()))
+                })
             }
             _ => None,
         };
@@ -2226,8 +2231,9 @@ impl Session {
         let Some(mark) = crate::direct::direct_target(obs, name, excluded) else {
             return;
         };
-        if let Some(sub) = self.state.active_subgoal() {
-            self.direct_done.push((sub, name.to_string()));
+        if let Some(d) = self.state.status().subgoal_description {
+            self.direct_done
+                .push((crate::direct::step_key(&d), name.to_string()));
         }
         let reply = TacticalReply::ClickMark {
             mark,

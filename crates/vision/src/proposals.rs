@@ -264,7 +264,9 @@ fn pad(r: &Rect, d: i32) -> Rect {
 
 /// A text candidate that sits inside a small rectangle labels that rectangle (a button) instead of
 /// standing alone; other text candidates stay. A rectangle holding lines of text one above another is a
-/// panel or an open menu, not a button: its texts stay elements of their own.
+/// panel or an open menu, not a button, and one holding several word groups side by side (split at wide
+/// gaps: a menu bar's "Game  Type  Help" in a small window) is a bar of items: their texts stay elements
+/// of their own.
 fn attach_labels(mut shapes: Vec<Candidate>, texts: Vec<Candidate>) -> Vec<Candidate> {
     let mut hosted: Vec<Vec<Candidate>> = vec![Vec::new(); shapes.len()];
     let mut rest = Vec::new();
@@ -286,7 +288,7 @@ fn attach_labels(mut shapes: Vec<Candidate>, texts: Vec<Candidate>) -> Vec<Candi
             let (a, b) = (p[0].bbox, p[1].bbox);
             (a.center().y - b.center().y).abs() * 2 <= a.h.min(b.h) as i32
         });
-        if !one_line {
+        if !one_line || texts.len() > 1 {
             rest.extend(texts);
             continue;
         }
@@ -663,6 +665,33 @@ mod tests {
         let c = text_candidates(&[sentence], &ProposalParams::default());
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].label.as_deref(), Some("click Play then"));
+    }
+
+    #[test]
+    fn a_bar_holding_several_word_groups_leaves_them_targets_of_their_own() {
+        // FR-PERC-005: sgt-mines at 9x9 is 240 px wide; its menu bar, one detected rectangle, held
+        // "Game", "Type" and "Help" as one label, and "Type" could not be clicked by its mark
+        let bar = cand(Rect::new(0, 0, 240, 24), ElementSource::Rect, None);
+        let words = vec![
+            cand(Rect::new(3, 3, 44, 18), ElementSource::Text, Some("Game")),
+            cand(Rect::new(56, 3, 36, 18), ElementSource::Text, Some("Type")),
+            cand(Rect::new(100, 3, 40, 18), ElementSource::Text, Some("Help")),
+        ];
+        let out = attach_labels(vec![bar.clone()], words);
+        let labels: Vec<_> = out.iter().filter_map(|c| c.label.as_deref()).collect();
+        assert_eq!(labels, ["Game", "Type", "Help"], "{out:?}");
+        // A button with one label keeps it.
+        let button = cand(Rect::new(10, 10, 80, 30), ElementSource::Rect, None);
+        let out = attach_labels(
+            vec![button],
+            vec![cand(
+                Rect::new(20, 16, 50, 18),
+                ElementSource::Text,
+                Some("New game"),
+            )],
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].label.as_deref(), Some("New game"));
     }
 
     fn cand(r: Rect, source: ElementSource, label: Option<&str>) -> Candidate {
