@@ -48,8 +48,9 @@ play() {
     verdict="no window"
   else
     before_w=$(width_of "$win" "$d"); before_h=$(height_of "$win" "$d")
+    rm -rf "$out_dir/$name.rec"
     timeout --signal=INT $((budget + 60)) "$bin" run --display "$d" --window "$win" --goal "$goal" \
-      --session-budget-s "$budget" --max-actions 30 --unattended --quiet \
+      --session-budget-s "$budget" --max-actions 30 --unattended \
       --record "$out_dir/$name.rec" >"$out_dir/$name.log" 2>&1
     rc=$?
     if "$judge" "$win" "$d"; then verdict=reached; ok=$((ok + 1)); fi

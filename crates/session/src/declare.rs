@@ -139,6 +139,16 @@ fn digits_box(bbox: Rect, label: Option<&str>) -> Rect {
     Rect::new(bbox.x + x0.round() as i32, bbox.y, w.min(bbox.w), bbox.h)
 }
 
+/// The number a label shows ("Lines 12" → 12; the first run of digits); `None` without digits.
+pub fn number_in(label: &str) -> Option<u64> {
+    let digits: String = label
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 /// `r`, declared in a capture of size `from`, in a capture of size `to`.
 fn rescale(r: Rect, from: Size, to: Size) -> Rect {
     if from == to || from.w == 0 || from.h == 0 {
@@ -346,6 +356,16 @@ impl Declarations {
             Value::Bool(b) => Some(b),
             _ => None,
         }
+    }
+
+    /// The boolean sensors' names, the user's first: what a goal or postcondition may name.
+    pub fn bool_names(&self) -> Vec<String> {
+        self.program
+            .sensors()
+            .iter()
+            .filter(|d| d.ty == Type::Bool)
+            .map(|d| d.name.clone())
+            .collect()
     }
 
     /// The templates of `present` declarations, each with the box to cut it from (declared space).

@@ -251,6 +251,9 @@ pub enum SessionStop {
     ModelHostGone { detail: String },
     /// A signal or a dead worker.
     External { detail: String },
+    /// With no `--goal-check`, the model declared no usable check of the goal in its passes: the
+    /// session could never tell that the goal was met.
+    NoGoalCheck { detail: String },
 }
 
 impl SessionStop {
@@ -285,6 +288,7 @@ impl fmt::Display for SessionStop {
             SessionStop::CaptureFailed { detail } => write!(f, "CaptureFailed ({detail})"),
             SessionStop::ModelHostGone { detail } => write!(f, "ModelHostGone ({detail})"),
             SessionStop::External { detail } => write!(f, "Stopped ({detail})"),
+            SessionStop::NoGoalCheck { detail } => write!(f, "NoGoalCheck ({detail})"),
         }
     }
 }

@@ -39,17 +39,37 @@ pub fn plan_schema(post: &Postconditions) -> Value {
 }
 
 /// The plan schema for a session whose agent declares its own checks: beside the subgoals, up to
-/// [`crate::declare::MAX_PER_REPLY`] sensor declarations (`watch`) and the goal's own check (`goal`, a
-/// declared sensor's name or an expression over sensors); a postcondition is any expression over the
-/// sensors, compiled by the session when the plan arrives (an invalid one is refused with its
-/// diagnostics). `goal` is required until one is accepted.
-pub fn declare_schema(offered: &[String], need_goal: bool) -> Value {
+/// [`crate::declare::MAX_PER_REPLY`] sensor declarations (`checks`) and the goal's own check (`goal`,
+/// required until one is accepted). The goal and each postcondition are either a typed choice a small
+/// model can make — a mark of the screen (`marks`, the ids the pass sees) and what becomes of it: `gone`
+/// (its pixels no longer there) or `rises` (the number it shows goes up) — or the name of a boolean
+/// sensor or an offered postcondition (`named`: the user's, or those declared before, an expression
+/// declared in `checks` among them). A free expression is not offered there: the default small model
+/// restated the goal in it every time. Keys sort in the order a reply should fill them (the host's
+/// grammar writes properties in the schema's key order): checks, goal, subgoals.
+pub fn declare_schema(named: &[String], need_goal: bool, marks: &[u64]) -> Value {
     let mut schema = plan_schema(&Postconditions {
-        sources: offered.to_vec(),
+        sources: named.to_vec(),
     });
-    schema["properties"]["subgoals"]["items"]["properties"]["postcondition"] =
-        json!({"type": "string", "minLength": 1, "maxLength": 160});
-    schema["properties"]["watch"] = json!({
+    let typed = json!({
+        "type": "object",
+        "properties": {
+            "mark": {"type": "integer", "enum": marks},
+            "then": {"type": "string", "enum": ["gone", "rises"]}
+        },
+        "required": ["mark", "then"],
+        "additionalProperties": false
+    });
+    let by_name = json!({"type": "string", "enum": named});
+    let check = match (marks.is_empty(), named.is_empty()) {
+        (false, true) => typed,
+        (true, false) => by_name,
+        (false, false) => json!({"anyOf": [typed, by_name]}),
+        // Nothing to name yet: only a sensor declared in `checks` can be the check.
+        (true, true) => json!({"type": "string", "minLength": 1, "maxLength": 32}),
+    };
+    schema["properties"]["subgoals"]["items"]["properties"]["postcondition"] = check.clone();
+    schema["properties"]["checks"] = json!({
         "type": "array", "maxItems": crate::declare::MAX_PER_REPLY,
         "items": {
             "type": "object",
@@ -64,14 +84,13 @@ pub fn declare_schema(offered: &[String], need_goal: bool) -> Value {
             "additionalProperties": false
         }
     });
-    schema["properties"]["goal"] = json!({"type": "string", "minLength": 1, "maxLength": 160});
-    // The declarations come before the subgoals that name them.
-    let mut order = vec![json!("watch")];
+    schema["properties"]["goal"] = check;
+    let mut required = Vec::new();
     if need_goal {
-        order.push(json!("goal"));
+        required.push(json!("goal"));
     }
-    order.push(json!("subgoals"));
-    schema["required"] = Value::Array(order);
+    required.push(json!("subgoals"));
+    schema["required"] = Value::Array(required);
     schema
 }
 
@@ -100,10 +119,43 @@ pub fn goal_look_answer(value: &Value) -> Option<(bool, String)> {
     Some((met, why))
 }
 
+/// What becomes of a mark, in a typed goal or postcondition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Becomes {
+    /// Its pixels are no longer there (a menu's button once the game started).
+    Gone,
+    /// The number it shows goes up (a score, a lines counter).
+    Rises,
+}
+
+/// A goal or postcondition as a reply wrote it: a typed choice over a mark, or an expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckChoice {
+    Typed { mark: u64, becomes: Becomes },
+    Expression(String),
+}
+
+/// The check a reply's value holds (a goal, or a subgoal's postcondition); `None` when absent or blank.
+pub fn check_choice(value: &Value) -> Option<CheckChoice> {
+    match value {
+        Value::String(s) if !s.trim().is_empty() => Some(CheckChoice::Expression(s.trim().to_string())),
+        Value::Object(o) => {
+            let mark = o.get("mark")?.as_u64()?;
+            let becomes = match o.get("then")?.as_str()? {
+                "gone" => Becomes::Gone,
+                "rises" => Becomes::Rises,
+                _ => return None,
+            };
+            Some(CheckChoice::Typed { mark, becomes })
+        }
+        _ => None,
+    }
+}
+
 /// The declarations and the goal check a reply wrote (absent: none).
-pub fn declarations_from_reply(value: &Value) -> (Vec<crate::declare::SensorRequest>, Option<String>) {
-    let watch = value
-        .get("watch")
+pub fn declarations_from_reply(value: &Value) -> (Vec<crate::declare::SensorRequest>, Option<CheckChoice>) {
+    let checks = value
+        .get("checks")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -111,27 +163,31 @@ pub fn declarations_from_reply(value: &Value) -> (Vec<crate::declare::SensorRequ
                 .collect()
         })
         .unwrap_or_default();
-    let goal = value
-        .get("goal")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-        .map(str::to_string);
-    (watch, goal)
+    (checks, value.get("goal").and_then(check_choice))
 }
 
-/// The postconditions a reply's subgoals name, in order, trimmed.
-pub fn postcondition_sources(value: &Value) -> Vec<String> {
+/// The postconditions a reply's subgoals name, in order (`None` where one is missing or malformed).
+pub fn postcondition_choices(value: &Value) -> Vec<Option<CheckChoice>> {
     value
         .get("subgoals")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .filter_map(|s| s.get("postcondition").and_then(Value::as_str))
-                .map(|s| s.trim().to_string())
+                .map(|s| s.get("postcondition").and_then(check_choice))
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The reply with each subgoal's postcondition replaced by its expression (`sources`, in order).
+pub fn with_postconditions(value: &Value, sources: &[String]) -> Value {
+    let mut v = value.clone();
+    if let Some(items) = v.get_mut("subgoals").and_then(Value::as_array_mut) {
+        for (item, source) in items.iter_mut().zip(sources) {
+            item["postcondition"] = Value::String(source.clone());
+        }
+    }
+    v
 }
 
 /// Longest research question a plan may carry.

@@ -393,6 +393,8 @@ pub struct Session {
     goal_look: Option<u64>,
     /// Second looks asked so far.
     goal_looks: u64,
+    /// Times the current declaring pass was asked again after a reply that could not be adopted.
+    declare_attempts: u32,
 }
 
 /// The goal's own check as the agent declared it (sensor-expressions.md, "Declaration and lifetime").
@@ -411,19 +413,20 @@ struct AgentGoal {
     looked_at: Option<u64>,
 }
 
+/// A declaring pass whose plan cannot be adopted is asked again this many times.
+pub(crate) const DECLARE_ATTEMPTS: u32 = 2;
+
 /// Pass numbers of the second looks at an agent's goal check: far above the planner's own passes.
 const GOAL_LOOK_PASS: u64 = 1 << 40;
 
 /// What the deliberative planner is told it may do when it declares its own checks (after its role, in
 /// the invariant system text).
-const DECLARE_SKILL: &str = "Checks: nothing tells you yet when the goal or a step is done, so you declare what to watch. \
-In \"watch\" declare up to 4 sensors, each with a new lower-case name and what it reads: \
-\"present\" with a mark: true while that element is on screen (a menu's Play button: false once the game has started); \
-\"number\" with a mark that shows a number (a score or lines counter); \
-\"colour\" with a mark and a colour: the fraction of its box in that colour; \
-\"expression\": an expression over sensors (not play_shown, lines > @lines, score >= 10). \
-In \"goal\" write the goal's own check: a sensor's name or an expression that is false now and becomes true when the goal is done. \
-Each subgoal's postcondition is such an expression too, false now.";
+const DECLARE_SKILL: &str = "Checks: nothing tells you yet when the goal or a step is done, so you say what to watch. \
+For \"goal\" and for each subgoal's \"postcondition\", name a mark on the screen and what becomes of it once that is done: \
+{\"mark\": 4, \"then\": \"gone\"} (the menu's Play button is gone once the game has started), or \
+{\"mark\": 7, \"then\": \"rises\"} (the number it shows goes up: a score, a lines counter). It must not be done already. \
+In \"checks\" you may also declare sensors by a new lower-case name: \"present\", \"number\" or \"colour\" with a mark, \
+or an \"expression\" over sensors (not play_shown, lines > @lines); later passes may name them.";
 
 #[derive(Debug, Clone)]
 struct TacticalInFlight {
@@ -673,6 +676,7 @@ impl Session {
             last_elements: Vec::new(),
             goal_look: None,
             goal_looks: 0,
+            declare_attempts: 0,
             cfg,
         })
     }
@@ -2458,8 +2462,24 @@ impl Session {
             pass,
             trigger,
             prompt,
-            schema: match self.declarations {
-                Some(_) => crate::plan::declare_schema(&self.cfg.postconditions, self.agent_goal.is_none()),
+            schema: match &self.declarations {
+                Some(d) => crate::plan::declare_schema(
+                    &d.bool_names()
+                        .into_iter()
+                        .chain(self.cfg.postconditions.iter().cloned())
+                        .fold(Vec::new(), |mut names, n| {
+                            if !names.contains(&n) {
+                                names.push(n);
+                            }
+                            names
+                        }),
+                    self.agent_goal.is_none(),
+                    &self
+                        .last_elements
+                        .iter()
+                        .map(|e| u64::from(e.id.0))
+                        .collect::<Vec<_>>(),
+                ),
                 None => crate::plan::plan_schema(&crate::plan::Postconditions {
                     sources: self.cfg.postconditions.clone(),
                 }),
@@ -2518,6 +2538,10 @@ impl Session {
         if self.declarations.is_some() {
             if let Some(reply) = p.reply.take() {
                 p.plan = self.declare_from(&reply, p.pass, p.first_id, now, out);
+            }
+            // A reply that could not be adopted, or none (the host failed): asked again, bounded.
+            if self.state.active_subgoal().is_none() && self.declaration_refused(&p, now, out) {
+                return;
             }
         }
         if let Some(q) = p.research.clone() {
@@ -2607,7 +2631,8 @@ impl Session {
     /// A deliberative reply of a session whose agent declares its checks: its sensors declared (each
     /// compiled with what came before; one that does not compile is said to the next pass with its
     /// diagnostics), its goal check accepted when none is yet, its postconditions compiled and added to
-    /// those the reflex evaluates; then the plan, or why it cannot be adopted.
+    /// those the reflex evaluates; then the plan, or why it cannot be adopted. A typed check over a mark
+    /// declares the sensor it reads (`mark5_shown`, `mark5_number`) on the way.
     fn declare_from(
         &mut self,
         reply: &serde_json::Value,
@@ -2616,41 +2641,31 @@ impl Session {
         now: MonoTime,
         out: &mut Vec<Effect>,
     ) -> Result<gamepilot_planner::PlanSpec, String> {
-        let Some(decl) = self.declarations.as_mut() else {
+        if self.declarations.is_none() {
             return Err("this session takes no declarations".into());
-        };
-        let (watch, goal) = crate::plan::declarations_from_reply(reply);
-        let frame = self.last_frame_size.unwrap_or(decl.config().declared_size);
+        }
+        let (checks, goal) = crate::plan::declarations_from_reply(reply);
         let mut changed = false;
         let mut said = Vec::new();
-        for req in watch.iter().take(crate::declare::MAX_PER_REPLY) {
-            match decl.declare(req, &self.last_elements, frame, pass) {
-                Ok(d) => {
+        for req in checks.iter().take(crate::declare::MAX_PER_REPLY) {
+            match self.declare_sensor(req, pass, out) {
+                Ok(line) => {
                     changed = true;
-                    out.push(Effect::Record(SessionRecord::Note {
-                        text: format!(
-                            "pass {pass} declared sensor `{}`{}",
-                            d.line(),
-                            d.mark
-                                .map(|m| format!(
-                                    " from mark [{}] {:?}",
-                                    m.0,
-                                    d.label.clone().unwrap_or_default()
-                                ))
-                                .unwrap_or_default()
-                        ),
-                    }));
-                    said.push(format!("declared `{}`", d.line()));
+                    said.push(format!("declared `{line}`"));
                 }
                 Err(why) => said.push(format!("not declared: {why}")),
             }
         }
-        if let (None, Some(g)) = (&self.agent_goal, goal) {
-            if decl.config().goal_check_given {
+        let goal_given = self
+            .declarations
+            .as_ref()
+            .is_some_and(|d| d.config().goal_check_given);
+        if let (None, Some(choice)) = (&self.agent_goal, goal) {
+            if goal_given {
                 said.push("the user's goal check stands: no goal check declared".into());
             } else {
-                match decl.compile(&g) {
-                    Ok(expr) if expr.ty == gamepilot_sensor::Type::Bool => {
+                match self.check_source(&choice, pass, &mut changed, out) {
+                    Ok(g) => {
                         changed = true;
                         out.push(Effect::Record(SessionRecord::Note {
                             text: format!("pass {pass} declared the goal's check `{g}`"),
@@ -2665,28 +2680,27 @@ impl Session {
                             looked_at: None,
                         });
                     }
-                    Ok(_) => said.push(format!(
-                        "goal check `{g}` refused: it is a number, not true or false"
-                    )),
-                    Err(why) => said.push(format!("goal check `{g}` refused:\n{why}")),
+                    Err(why) => said.push(format!("goal check refused: {why}")),
                 }
             }
         }
         let mut refused = None;
-        for src in crate::plan::postcondition_sources(reply) {
-            if self.cfg.postconditions.contains(&src) {
-                continue;
-            }
-            match decl.compile(&src) {
-                Ok(expr) if expr.ty == gamepilot_sensor::Type::Bool => {
-                    changed = true;
-                    self.cfg.postconditions.push(src);
-                }
-                Ok(_) => {
-                    refused.get_or_insert(format!("postcondition `{src}` is a number, not true or false"));
+        let mut sources = Vec::new();
+        for choice in crate::plan::postcondition_choices(reply) {
+            let source = match choice {
+                Some(c) => self.check_source(&c, pass, &mut changed, out),
+                None => Err("a subgoal has no postcondition".to_string()),
+            };
+            match source {
+                Ok(src) => {
+                    if !self.cfg.postconditions.contains(&src) {
+                        changed = true;
+                        self.cfg.postconditions.push(src.clone());
+                    }
+                    sources.push(src);
                 }
                 Err(why) => {
-                    refused.get_or_insert(format!("postcondition `{src}` does not compile:\n{why}"));
+                    refused.get_or_insert(format!("postcondition refused: {why}"));
                 }
             }
         }
@@ -2697,7 +2711,7 @@ impl Session {
                 said.join("; "),
             ));
         }
-        if changed {
+        if let (true, Some(decl)) = (changed, &self.declarations) {
             out.push(Effect::Reflex(ReflexCommand::Sensors {
                 source: decl.source(),
                 goal: self.agent_goal.as_ref().map(|g| g.source.clone()),
@@ -2708,16 +2722,144 @@ impl Session {
         if let Some(why) = refused {
             return Err(why);
         }
-        if self.agent_goal.is_none() && !decl.config().goal_check_given {
-            return Err("no goal check: write in \"goal\" a sensor or expression that is false now and true once the goal is done".into());
+        if self.agent_goal.is_none() && !goal_given {
+            return Err("no goal check: in \"goal\" name a mark that is gone (or whose number rises) once the goal is done, or write an expression that is false now and true then".into());
         }
         crate::plan::plan_from_reply(
-            reply,
+            &crate::plan::with_postconditions(reply, &sources),
             &crate::plan::Postconditions {
                 sources: self.cfg.postconditions.clone(),
             },
             first_id,
         )
+    }
+
+    /// A declaring pass's plan that cannot be adopted is asked again within the same pass, its reason
+    /// in the history the model reads, at most [`DECLARE_ATTEMPTS`] times; with no goal check by then
+    /// the session stops, named (it could never tell the goal was met). True when handled here.
+    fn declaration_refused(&mut self, p: &PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) -> bool {
+        let Err(why) = &p.plan else {
+            self.declare_attempts = 0;
+            return false;
+        };
+        let Some((pass, trigger, _)) = self.deliberation.filter(|(pass, ..)| *pass == p.pass) else {
+            return false;
+        };
+        out.push(Effect::Record(SessionRecord::Failure {
+            action: None,
+            cause: FailureCause::Plan,
+            evidence: format!("plan of pass {pass} refused: {why}"),
+        }));
+        self.context
+            .record(HistoryEntry::new(now, "plan refused".to_string(), why.clone()));
+        if self.declare_attempts < DECLARE_ATTEMPTS {
+            self.declare_attempts += 1;
+            out.push(Effect::StartDeliberation(
+                self.deliberation_job(pass, trigger, now),
+            ));
+            return true;
+        }
+        let goal_given = self
+            .declarations
+            .as_ref()
+            .is_some_and(|d| d.config().goal_check_given);
+        if self.agent_goal.is_none() && !goal_given {
+            self.finish(
+                SessionStop::NoGoalCheck {
+                    detail: format!(
+                        "{} replies declared no usable check of the goal (the last: {why}); give one with --goal-check",
+                        DECLARE_ATTEMPTS + 1
+                    ),
+                },
+                out,
+            );
+            return true;
+        }
+        self.declare_attempts = 0;
+        false
+    }
+
+    /// Declare one sensor against the latest frame's marks; its sensor-file line, or why not.
+    fn declare_sensor(
+        &mut self,
+        req: &crate::declare::SensorRequest,
+        pass: u64,
+        out: &mut Vec<Effect>,
+    ) -> Result<String, String> {
+        let decl = self
+            .declarations
+            .as_mut()
+            .ok_or("this session takes no declarations")?;
+        let frame = self.last_frame_size.unwrap_or(decl.config().declared_size);
+        let d = decl.declare(req, &self.last_elements, frame, pass)?;
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!(
+                "pass {pass} declared sensor `{}`{}",
+                d.line(),
+                d.mark
+                    .map(|m| format!(" from mark [{}] {:?}", m.0, d.label.clone().unwrap_or_default()))
+                    .unwrap_or_default()
+            ),
+        }));
+        Ok(d.line())
+    }
+
+    /// A goal or postcondition as an expression over the session's sensors, compiled and boolean; a
+    /// typed choice declares the sensor it reads first (once).
+    fn check_source(
+        &mut self,
+        choice: &crate::plan::CheckChoice,
+        pass: u64,
+        changed: &mut bool,
+        out: &mut Vec<Effect>,
+    ) -> Result<String, String> {
+        use crate::declare::{Reads, SensorRequest};
+        use crate::plan::{Becomes, CheckChoice};
+        let source = match choice {
+            CheckChoice::Expression(s) => s.clone(),
+            CheckChoice::Typed { mark, becomes } => {
+                let (name, reads) = match becomes {
+                    Becomes::Gone => (format!("mark{mark}_shown"), Reads::Present),
+                    Becomes::Rises => (format!("mark{mark}_number"), Reads::Number),
+                };
+                let known = self
+                    .declarations
+                    .as_ref()
+                    .is_some_and(|d| d.program().index_of(&name).is_some());
+                if !known {
+                    let req = SensorRequest {
+                        name: name.clone(),
+                        reads,
+                        mark: Some(*mark),
+                        colour: None,
+                        expression: None,
+                    };
+                    self.declare_sensor(&req, pass, out)?;
+                    *changed = true;
+                }
+                match becomes {
+                    Becomes::Gone => format!("not {name}"),
+                    Becomes::Rises => {
+                        let now = self
+                            .last_elements
+                            .iter()
+                            .find(|e| u64::from(e.id.0) == *mark)
+                            .and_then(|e| crate::declare::number_in(e.label.as_deref()?))
+                            .ok_or_else(|| format!("mark [{mark}] shows no number to rise"))?;
+                        format!("{name} > {now}")
+                    }
+                }
+            }
+        };
+        let decl = self
+            .declarations
+            .as_ref()
+            .ok_or("this session takes no declarations")?;
+        match decl.compile(&source) {
+            Ok(expr) if expr.ty == gamepilot_sensor::Type::Bool => Ok(source),
+            Ok(_) => Err(format!("`{source}` is a number, not true or false")),
+            Err(why) => Err(format!("`{source}` does not compile:\n{why}")),
+        }
     }
 
     /// While a pass plans and no subgoal is active, the goal itself is the subgoal (the tactical

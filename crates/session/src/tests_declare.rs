@@ -78,7 +78,7 @@ fn sensors(fx: &[Effect]) -> Option<Handed> {
 
 fn play_declared() -> serde_json::Value {
     json!({
-        "watch": [{"name": "play_shown", "reads": "present", "mark": 1}],
+        "checks": [{"name": "play_shown", "reads": "present", "mark": 1}],
         "goal": "not play_shown",
         "subgoals": [{"description": "click Play", "postcondition": "not play_shown",
                       "max_actions": 5, "max_time_s": 60}]
@@ -97,7 +97,7 @@ fn goal_report(tick: u64, met: bool) -> ReflexReport {
 fn a_pass_declares_sensors_from_the_marks_it_saw_and_the_reflex_gets_them() {
     let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
     let job = first_pass(&mut s);
-    assert!(job.schema.pointer("/properties/watch").is_some());
+    assert!(job.schema.pointer("/properties/checks").is_some());
     assert!(
         job.schema["required"]
             .as_array()
@@ -136,7 +136,7 @@ fn a_declaration_that_does_not_compile_reaches_the_next_pass_with_its_diagnostic
     let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
     let job = first_pass(&mut s);
     let broken = json!({
-        "watch": [{"name": "lines", "reads": "expression", "expression": "score >"}],
+        "checks": [{"name": "lines", "reads": "expression", "expression": "score >"}],
         "goal": "lines > 3",
         "subgoals": [{"description": "clear lines", "postcondition": "lines > 3",
                       "max_actions": 5, "max_time_s": 60}]
@@ -151,7 +151,10 @@ fn a_declaration_that_does_not_compile_reaches_the_next_pass_with_its_diagnostic
         next.contains("not declared: sensor `lines` does not compile"),
         "the next pass reads why:\n{next}"
     );
-    assert!(next.contains("goal check `lines > 3` refused"), "{next}");
+    assert!(
+        next.contains("goal check refused: `lines > 3` does not compile"),
+        "{next}"
+    );
 }
 
 #[test]
@@ -260,6 +263,64 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look() {
                 ..
             })
         ),
+        "{:?}",
+        s.stopped()
+    );
+}
+
+#[test]
+fn a_small_model_names_a_mark_and_what_becomes_of_it() {
+    // goal-in-words.md's typed choices: "the Play button is gone" without writing the sensor language
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let job = first_pass(&mut s);
+    assert_eq!(
+        job.schema.pointer("/properties/goal/properties/mark/enum"),
+        Some(&json!([1, 2, 3])),
+        "the marks the pass sees are the choices"
+    );
+    let typed = json!({
+        "goal": {"mark": 1, "then": "gone"},
+        "subgoals": [{"description": "click Play", "postcondition": {"mark": 1, "then": "gone"},
+                      "max_actions": 5, "max_time_s": 60}]
+    });
+    let fx = s.step(plan_input(job.pass, job.first_id, typed), ms(200));
+    let handed = sensors(&fx).expect("the sensor the choice reads is declared");
+    assert_eq!(
+        handed.source,
+        "mark1_shown = template_present(\"mark1_shown\", 0.8)"
+    );
+    assert_eq!(handed.goal.as_deref(), Some("not mark1_shown"));
+    assert_eq!(handed.postconditions, vec!["not mark1_shown".to_string()]);
+    assert!(
+        tactical_jobs(&fx).iter().any(|j| !j.perceive_only),
+        "the plan is adopted"
+    );
+}
+
+#[test]
+fn replies_that_never_declare_a_goal_check_stop_the_session_named() {
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let job = first_pass(&mut s);
+    let restated = json!({
+        "goal": "Start a game from the menu",
+        "subgoals": [{"description": "Start a game from the menu", "postcondition": "present and number > 10",
+                      "max_actions": 5, "max_time_s": 60}]
+    });
+    let mut t = 200;
+    for attempt in 0..=crate::session::DECLARE_ATTEMPTS {
+        let fx = s.step(plan_input(job.pass, job.first_id, restated.clone()), ms(t));
+        t += 100;
+        if attempt < crate::session::DECLARE_ATTEMPTS {
+            assert!(
+                fx.iter()
+                    .any(|e| matches!(e, Effect::StartDeliberation(j) if j.pass == job.pass)),
+                "asked again within the pass: {fx:#?}"
+            );
+            assert!(s.stopped().is_none());
+        }
+    }
+    assert!(
+        matches!(s.stopped(), Some(SessionStop::NoGoalCheck { detail }) if detail.contains("--goal-check")),
         "{:?}",
         s.stopped()
     );
