@@ -2671,6 +2671,10 @@ impl Session {
                             text: format!("pass {pass} declared the goal's check `{g}`"),
                         }));
                         said.push(format!("goal check `{g}` declared"));
+                        // The goal's check leads the postconditions a failed plan falls back on.
+                        if !self.cfg.postconditions.contains(&g) {
+                            self.cfg.postconditions.push(g.clone());
+                        }
                         self.agent_goal = Some(AgentGoal {
                             source: g,
                             pass,
@@ -2699,9 +2703,19 @@ impl Session {
                     }
                     sources.push(src);
                 }
-                Err(why) => {
-                    refused.get_or_insert(format!("postcondition refused: {why}"));
-                }
+                Err(why) => match &self.agent_goal {
+                    // The step is still worth taking: it ends where the goal does.
+                    Some(g) => {
+                        said.push(format!(
+                            "postcondition refused ({why}); the goal's check `{}` stands in",
+                            g.source
+                        ));
+                        sources.push(g.source.clone());
+                    }
+                    None => {
+                        refused.get_or_insert(format!("postcondition refused: {why}"));
+                    }
+                },
             }
         }
         if !said.is_empty() {

@@ -325,3 +325,28 @@ fn replies_that_never_declare_a_goal_check_stop_the_session_named() {
         s.stopped()
     );
 }
+
+#[test]
+fn a_step_whose_check_is_refused_ends_where_the_goal_does() {
+    // The default model named "mark 7 rises" on a mark with no number: the step is still taken
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let job = first_pass(&mut s);
+    let reply = json!({
+        "goal": {"mark": 1, "then": "gone"},
+        "subgoals": [{"description": "click Play", "postcondition": {"mark": 2, "then": "rises"},
+                      "max_actions": 5, "max_time_s": 60}]
+    });
+    let fx = s.step(plan_input(job.pass, job.first_id, reply), ms(200));
+    let handed = sensors(&fx).expect("declared");
+    assert_eq!(handed.postconditions, vec!["not mark1_shown".to_string()]);
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Subgoal { active: Some((_, 0)) }))),
+        "adopted, ending at the goal's check: {fx:#?}"
+    );
+    let next = s
+        .context()
+        .assemble(Cadence::Deliberative, &ObservationText::new(ms(300), ""), None)
+        .render();
+    assert!(next.contains("mark [2] shows no number to read"), "{next}");
+}
