@@ -37,7 +37,7 @@ pub struct Freshness {
 pub enum Judgement {
     /// Chosen on a current frame: go on (the dialogue check reads that frame).
     Current,
-    /// Chosen on a frame older than a change: not sent; grounded again on a fresh frame. Says why.
+    /// Chosen on a frame older than a change: not sent; checked again on a fresh frame. Says why.
     Stale(String),
 }
 

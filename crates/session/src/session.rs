@@ -172,9 +172,6 @@ struct GroundedAction {
     settle_ms: Option<u64>,
     /// What the screen showed when the action was chosen: confirmed, it becomes the safe state's target.
     screen: Option<ScreenPrint>,
-    /// The reply it was grounded from, to ground it again on a fresh frame when the screen changed
-    /// after this one was captured.
-    reply: Option<TacticalReply>,
 }
 
 impl GroundedAction {
@@ -201,7 +198,6 @@ impl GroundedAction {
             steer: None,
             settle_ms: None,
             screen: None,
-            reply: None,
         }
     }
 }
@@ -381,8 +377,8 @@ pub struct Session {
     freshness: crate::fresh::Freshness,
     /// When the frame of the tactical tick being acted on was captured.
     seen_at: Option<MonoTime>,
-    /// A choice made on a frame older than a change, grounded again (no model call) on the next one.
-    recheck: Option<TacticalReply>,
+    /// A choice made on a frame older than a change, checked again (no model call) on the next one.
+    recheck: Option<GroundedAction>,
     /// The user's sensors and the agent's own, when the agent declares its checks.
     declarations: Option<crate::declare::Declarations>,
     /// The goal's check the agent declared, once accepted.
@@ -2072,15 +2068,12 @@ impl Session {
                 return self.ground_direct(&name, &excluded, &t.observation, generation, now, out);
             }
             if let Some(again) = self.recheck.take() {
-                if let Some(grounded) = self.ground(&again, &t.observation, false, generation, now) {
-                    out.push(Effect::Record(SessionRecord::Note {
-                        text: format!(
-                            "{} grounded again on a frame taken after the change",
-                            grounded.label
-                        ),
-                    }));
-                    self.act_on(grounded, &t.observation, generation, now, out);
-                }
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!("{} checked again on a frame taken after the change", again.label),
+                }));
+                // Its own transform chain: a pointer action grounded before the window moved is stale.
+                let grounded_in = again.generation;
+                self.act_on(again, &t.observation, grounded_in, now, out);
                 return;
             }
             if let Some(again) = self.retry.take() {
@@ -2178,18 +2171,11 @@ impl Session {
                 if let crate::fresh::Judgement::Stale(why) = self.freshness.judge(seen) {
                     out.push(Effect::Record(SessionRecord::Note {
                         text: format!(
-                            "{} not sent yet, chosen on an old frame ({why}): grounded again on a fresh one",
+                            "{} not sent yet, chosen on an old frame ({why}): checked again on a fresh one",
                             grounded.label
                         ),
                     }));
-                    match grounded.reply {
-                        Some(reply) => self.recheck = Some(reply),
-                        None => self.context.record(HistoryEntry::new(
-                            now,
-                            grounded.label,
-                            "not executed: the screen changed after it was chosen; choose again on the screen as it is now",
-                        )),
-                    }
+                    self.recheck = Some(grounded);
                     return;
                 }
             }
@@ -2329,22 +2315,8 @@ impl Session {
     }
 
     /// Grounding: a mark becomes its box centre in capture space (FR-GND-001); coordinates stay as given
-    /// (FR-GND-002); a note goes to the note block. `None`: nothing to execute. The action keeps its
-    /// reply, to be grounded again on a fresh frame if this one turns out older than a change.
+    /// (FR-GND-002); a note goes to the note block. `None`: nothing to execute.
     fn ground(
-        &mut self,
-        reply: &TacticalReply,
-        marks: &Observation,
-        two_stage: bool,
-        generation: u64,
-        now: MonoTime,
-    ) -> Option<GroundedAction> {
-        let mut grounded = self.ground_reply(reply, marks, two_stage, generation, now)?;
-        grounded.reply = Some(reply.clone());
-        Some(grounded)
-    }
-
-    fn ground_reply(
         &mut self,
         reply: &TacticalReply,
         marks: &Observation,

@@ -715,7 +715,7 @@ fn a_key_chosen_before_the_click_that_opened_a_dialogue_ended_is_not_sent() {
     assert!(records(&fx)
         .iter()
         .any(|r| matches!(r, SessionRecord::Note { text } if text.contains("chosen on an old frame"))));
-    // Grounded again, with no model call, on the next frame (the dialogue's): held for the user.
+    // Checked again, with no model call, on the next frame (the dialogue's): held for the user.
     let again = tactical_jobs(&fx)[0].clone();
     assert!(
         again.perceive_only,
