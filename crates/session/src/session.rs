@@ -1684,7 +1684,9 @@ impl Session {
         }
         let observation_text = observation_for_model(&listing, job.health, job.observation_max_bytes);
         if self.start_pass_waiting.is_some() {
-            self.last_elements = obs.elements.clone();
+            if self.declarations.is_some() {
+                self.last_elements = obs.elements.clone();
+            }
             self.last_observation = bound_text(&observation_text, self.cfg.observation_max_bytes);
             if obs.frame_size.area() > 0 {
                 self.last_frame_size = Some(obs.frame_size);
@@ -1970,7 +1972,10 @@ impl Session {
             }
         };
         self.seen_at = Some(t.started);
-        self.last_elements = t.observation.elements.clone();
+        // Only a session whose agent declares its checks names marks of a past frame.
+        if self.declarations.is_some() {
+            self.last_elements = t.observation.elements.clone();
+        }
         let scene = scene_kind(&t.observation);
         self.last_scene = Some(scene);
         self.last_print = ScreenPrint::of(&t.observation, scene);
