@@ -33,7 +33,7 @@ fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
             .is_some_and(|s| s.pointer("/properties/met").is_some())
         {
             // The second look at the goal check that turned true.
-            return Reply::json(&json!({"met": true, "why": "the menu is gone and the play field is shown"}));
+            return Reply::json(&json!({"evidence": "the menu is gone and the play field is shown", "met": true}));
         }
         if req.system_text().contains("deliberative planner") {
             let offers_checks = req

@@ -9,6 +9,7 @@ pub mod direct;
 pub mod effect;
 pub mod eval;
 pub mod fresh;
+pub mod goal_steps;
 mod host_health;
 pub mod input;
 pub mod plan;

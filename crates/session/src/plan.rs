@@ -47,26 +47,37 @@ pub fn plan_schema(post: &Postconditions) -> Value {
 /// declared in `checks` among them). A free expression is not offered there: the default small model
 /// restated the goal in it every time. Keys sort in the order a reply should fill them (the host's
 /// grammar writes properties in the schema's key order): checks, goal, subgoals.
-pub fn declare_schema(named: &[String], need_goal: bool, marks: &[u64]) -> Value {
+pub fn declare_schema(named: &[String], need_goal: bool, marks: &[u64], numbers: &[u64]) -> Value {
     let mut schema = plan_schema(&Postconditions {
         sources: named.to_vec(),
     });
-    let typed = json!({
-        "type": "object",
-        "properties": {
-            "mark": {"type": "integer", "enum": marks},
-            "then": {"type": "string", "enum": ["gone", "rises"]}
-        },
-        "required": ["mark", "then"],
-        "additionalProperties": false
-    });
-    let by_name = json!({"type": "string", "enum": named});
-    let check = match (marks.is_empty(), named.is_empty()) {
-        (false, true) => typed,
-        (true, false) => by_name,
-        (false, false) => json!({"anyOf": [typed, by_name]}),
+    let typed = |marks: &[u64], then: &str| {
+        json!({
+            "type": "object",
+            "properties": {
+                "mark": {"type": "integer", "enum": marks},
+                "then": {"type": "string", "enum": [then]}
+            },
+            "required": ["mark", "then"],
+            "additionalProperties": false
+        })
+    };
+    // Only a mark that shows a number can rise (the small model chose "Type rises" on a menu bar).
+    let mut choices = Vec::new();
+    if !marks.is_empty() {
+        choices.push(typed(marks, "gone"));
+    }
+    if !numbers.is_empty() {
+        choices.push(typed(numbers, "rises"));
+    }
+    if !named.is_empty() {
+        choices.push(json!({"type": "string", "enum": named}));
+    }
+    let check = match choices.len() {
         // Nothing to name yet: only a sensor declared in `checks` can be the check.
-        (true, true) => json!({"type": "string", "minLength": 1, "maxLength": 32}),
+        0 => json!({"type": "string", "minLength": 1, "maxLength": 32}),
+        1 => choices.remove(0),
+        _ => json!({"anyOf": choices}),
     };
     schema["properties"]["subgoals"]["items"]["properties"]["postcondition"] = check.clone();
     schema["properties"]["checks"] = json!({
@@ -94,24 +105,38 @@ pub fn declare_schema(named: &[String], need_goal: bool, marks: &[u64]) -> Value
     schema
 }
 
+/// A declaring schema for a question that wants checks alone: no subgoals, the goal's check required.
+pub fn without_subgoals(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    if let Some(props) = s.get_mut("properties").and_then(Value::as_object_mut) {
+        props.remove("subgoals");
+        props.remove("research");
+    }
+    s["required"] = json!(["goal"]);
+    s
+}
+
 /// The schema of the second look at an agent-declared goal check that turned true: is the goal met?
+/// What the screen shows comes first (`evidence`, before `met` in the grammar's key order), so the
+/// answer follows from it; with `met` first the small model answered, then copied the question.
 pub fn goal_look_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "met": {"type": "boolean"},
-            "why": {"type": "string", "maxLength": 160}
+            "evidence": {"type": "string", "minLength": 3, "maxLength": 160},
+            "met": {"type": "boolean"}
         },
-        "required": ["met", "why"],
+        "required": ["evidence", "met"],
         "additionalProperties": false
     })
 }
 
-/// The second look's answer: met or not, and why in its words.
+/// The second look's answer: met or not, and why in its words (`evidence`; `why` in older recordings).
 pub fn goal_look_answer(value: &Value) -> Option<(bool, String)> {
     let met = value.get("met")?.as_bool()?;
     let why = value
-        .get("why")
+        .get("evidence")
+        .or_else(|| value.get("why"))
         .and_then(Value::as_str)
         .unwrap_or("")
         .trim()

@@ -391,6 +391,14 @@ pub struct Session {
     goal_looks: u64,
     /// Times the current declaring pass was asked again after a reply that could not be adopted.
     declare_attempts: u32,
+    /// The goal read as steps; the agent's goal check is for `goal_step`, the goal met with the last.
+    goal_steps: Vec<String>,
+    goal_step: usize,
+    /// The agent's goal check read true at this time: its second look waits for a frame perceived after.
+    goal_look_wanted: Option<MonoTime>,
+    /// The pass asking for the next step's check, in flight; and how many were asked.
+    step_check: Option<u64>,
+    step_checks: u64,
 }
 
 /// The goal's own check as the agent declared it (sensor-expressions.md, "Declaration and lifetime").
@@ -414,6 +422,12 @@ pub(crate) const DECLARE_ATTEMPTS: u32 = 2;
 
 /// Pass numbers of the second looks at an agent's goal check: far above the planner's own passes.
 const GOAL_LOOK_PASS: u64 = 1 << 40;
+/// Pass numbers of the questions for the next goal step's check.
+const STEP_CHECK_PASS: u64 = 1 << 41;
+/// A session asks for the next step's check at most this many times before it stops, named.
+const STEP_CHECK_ATTEMPTS: u64 = 6;
+/// At most this many on-screen numbers a declaring prompt lists.
+const COUNTERS_LISTED: usize = 6;
 
 /// What the deliberative planner is told it may do when it declares its own checks (after its role, in
 /// the invariant system text).
@@ -673,6 +687,11 @@ impl Session {
             goal_look: None,
             goal_looks: 0,
             declare_attempts: 0,
+            goal_steps: crate::goal_steps::goal_steps(&cfg.goal),
+            goal_step: 0,
+            goal_look_wanted: None,
+            step_check: None,
+            step_checks: 0,
             cfg,
         })
     }
@@ -1373,7 +1392,12 @@ impl Session {
                 None
             }
             Some(true) if self.state.actions_executed() > g.actions_before => {
-                if let Some(why) = &g.confirmed {
+                if let Some(why) = g.confirmed.clone() {
+                    if self.goal_step + 1 < self.goal_steps.len() {
+                        self.next_goal_step(&why, now, out);
+                        return Some(false);
+                    }
+                    let g = self.agent_goal.as_ref()?;
                     out.push(Effect::Record(SessionRecord::Note {
                         text: format!(
                             "goal met: agent-declared check `{}` (pass {}) turned true after an action of this session, confirmed by a second look ({why})",
@@ -1383,10 +1407,18 @@ impl Session {
                     return Some(true);
                 }
                 let actions = self.state.actions_executed();
-                if self.goal_look.is_none() && g.looked_at != Some(actions) {
+                if self.goal_look.is_none() && self.goal_look_wanted.is_none() && g.looked_at != Some(actions)
+                {
                     g.looked_at = Some(actions);
-                    let source = g.source.clone();
-                    self.start_goal_look(&source, now, out);
+                    // The look reads a frame perceived after this reading, not the one the action was
+                    // chosen on (the demo's look was shown the menu its click had just left).
+                    self.goal_look_wanted = Some(now);
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!(
+                            "the goal check `{}` reads true: a second look is asked on the next frame",
+                            g.source
+                        ),
+                    }));
                 }
                 Some(false)
             }
@@ -1396,14 +1428,42 @@ impl Session {
         }
     }
 
+    /// The step of the goal the agent's check is for, as the model reads it ("the goal", or "step 2 of
+    /// 2 of the goal, \"collect a coin\"").
+    fn step_words(&self) -> String {
+        match self.goal_steps.get(self.goal_step) {
+            Some(step) if self.goal_steps.len() > 1 => format!(
+                "step {} of {} of the goal, {step:?}",
+                self.goal_step + 1,
+                self.goal_steps.len()
+            ),
+            _ => "the goal".into(),
+        }
+    }
+
+    /// A frame perceived at `seen` (after the goal check read true) releases the second look it waits for.
+    fn release_goal_look(&mut self, seen: MonoTime, now: MonoTime, out: &mut Vec<Effect>) {
+        let Some(since) = self.goal_look_wanted else {
+            return;
+        };
+        if seen < since || self.goal_look.is_some() {
+            return;
+        }
+        self.goal_look_wanted = None;
+        if let Some(source) = self.agent_goal.as_ref().map(|g| g.source.clone()) {
+            self.start_goal_look(&source, now, out);
+        }
+    }
+
     /// Ask one more deliberative look at the current observation (and picture, where the host sees
-    /// images) whether the goal is met, now that the agent's own check for it reads true.
+    /// images) whether the goal (or its current step) is done, now that the agent's own check reads true.
     fn start_goal_look(&mut self, source: &str, now: MonoTime, out: &mut Vec<Effect>) {
         self.goal_looks += 1;
         let pass = GOAL_LOOK_PASS + self.goal_looks;
         self.goal_look = Some(pass);
+        let step = self.step_words();
         let question = format!(
-            "Question: the check `{source}` you declared for the goal now reads true. Looking at the screen as it is now, is the goal met? Answer met true or false, and why in a few words."
+            "Question: the check `{source}` you declared for {step} now reads true. Look at the current observation: is {step} done? Say what on the screen shows it, then met true or false."
         );
         let (prompt, image) = self.deliberative_prompt(&question, now);
         out.push(Effect::Record(SessionRecord::Note {
@@ -1526,7 +1586,9 @@ impl Session {
             || !self.actions.is_empty()
             || (self.cfg.fresh_frames && !self.freshness.ready_for_frame(now))
             || self.probe_running.is_some()
-            || (self.state.active_subgoal().is_none() && !self.needs_first_screen())
+            || (self.state.active_subgoal().is_none()
+                && !self.needs_first_screen()
+                && self.goal_look_wanted.is_none())
             || !due
         {
             return;
@@ -1572,6 +1634,7 @@ impl Session {
             || self.retry.is_some()
             || self.recheck.is_some()
             || self.safe.returning()
+            || self.goal_look_wanted.is_some()
             || self.state.active_subgoal().is_none();
         // A subgoal that names an element is clicked without a model call when exactly one
         // element carries that label — once per subgoal and name, so a click that did not finish the
@@ -1988,6 +2051,7 @@ impl Session {
             self.context.commit_tactical(tail);
         }
         self.context.end_tick(ObservationText::new(t.started, text));
+        self.release_goal_look(t.started, now, out);
         let signature = observation_signature(&t.observation);
         // The suppression list is what this observation's tick says; an absent Exclude means none
         // (FR-GND-007: suppression expires after its bound).
@@ -2434,29 +2498,14 @@ impl Session {
     fn deliberation_job(&mut self, pass: u64, trigger: Trigger, now: MonoTime) -> DeliberationJob {
         let first_id = self.next_subgoal;
         self.next_subgoal += 3;
-        let (prompt, image) = self.deliberative_prompt(&format!("Deliberation trigger: {trigger:?}"), now);
+        let ask = format!("Deliberation trigger: {trigger:?}{}", self.declaring_lines());
+        let (prompt, image) = self.deliberative_prompt(&ask, now);
         DeliberationJob {
             pass,
             trigger,
             prompt,
-            schema: match &self.declarations {
-                Some(d) => crate::plan::declare_schema(
-                    &d.bool_names()
-                        .into_iter()
-                        .chain(self.cfg.postconditions.iter().cloned())
-                        .fold(Vec::new(), |mut names, n| {
-                            if !names.contains(&n) {
-                                names.push(n);
-                            }
-                            names
-                        }),
-                    self.agent_goal.is_none(),
-                    &self
-                        .last_elements
-                        .iter()
-                        .map(|e| u64::from(e.id.0))
-                        .collect::<Vec<_>>(),
-                ),
+            schema: match self.declaring_schema() {
+                Some(schema) => schema,
                 None => crate::plan::plan_schema(&crate::plan::Postconditions {
                     sources: self.cfg.postconditions.clone(),
                 }),
@@ -2464,6 +2513,178 @@ impl Session {
             image,
             first_id,
         }
+    }
+
+    /// A declaring session's plan schema as of now: the sensors it may name, whether the goal's check
+    /// is still wanted, the marks of the latest frame and those that show a number.
+    fn declaring_schema(&self) -> Option<serde_json::Value> {
+        let d = self.declarations.as_ref()?;
+        let named = d
+            .bool_names()
+            .into_iter()
+            .chain(self.cfg.postconditions.iter().cloned())
+            .fold(Vec::new(), |mut names, n| {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+                names
+            });
+        let marks: Vec<u64> = self.last_elements.iter().map(|e| u64::from(e.id.0)).collect();
+        let numbers: Vec<u64> = crate::goal_steps::counters(&self.last_elements, "")
+            .iter()
+            .map(|c| c.mark)
+            .collect();
+        Some(crate::plan::declare_schema(
+            &named,
+            self.agent_goal.is_none(),
+            &marks,
+            &numbers,
+        ))
+    }
+
+    /// The step of the goal whose check is asked for, when the goal has several (its check declared on
+    /// the screen where that step shows), and the numbers the screen shows, most relevant first.
+    fn declaring_lines(&self) -> String {
+        if self.declarations.is_none() {
+            return String::new();
+        }
+        let mut lines = String::new();
+        if self.agent_goal.is_none() && self.goal_steps.len() > 1 {
+            let listed: Vec<String> = self
+                .goal_steps
+                .iter()
+                .enumerate()
+                .map(|(k, step)| {
+                    let done = if k < self.goal_step { " (done)" } else { "" };
+                    format!("{}. {step}{done}", k + 1)
+                })
+                .collect();
+            lines.push_str(&format!(
+                "\nThe goal's steps: {}. \"goal\" is the check of step {} only: what becomes of a mark on the screen now once {:?} is done.",
+                listed.join(" "),
+                self.goal_step + 1,
+                self.goal_steps[self.goal_step.min(self.goal_steps.len() - 1)]
+            ));
+        }
+        let focus = self
+            .goal_steps
+            .get(self.goal_step)
+            .map_or(self.cfg.goal.as_str(), String::as_str);
+        let found = crate::goal_steps::counters(&self.last_elements, focus);
+        if let Some(line) = crate::goal_steps::counters_line(&found, COUNTERS_LISTED) {
+            lines.push('\n');
+            lines.push_str(&line);
+        }
+        lines
+    }
+
+    /// The agent's check for a step before the last was confirmed: that step is done, and the next
+    /// one's check is asked for on the screen as it is now.
+    fn next_goal_step(&mut self, why: &str, now: MonoTime, out: &mut Vec<Effect>) {
+        let Some(g) = self.agent_goal.take() else {
+            return;
+        };
+        let done = self.step_words();
+        self.goal_step += 1;
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!(
+                "{done} done: agent-declared check `{}` (pass {}) turned true after an action of this session, confirmed by a second look ({why})",
+                g.source, g.pass
+            ),
+        }));
+        self.context.record(HistoryEntry::new(
+            now,
+            format!("goal check `{}`", g.source),
+            format!("{done} is done; the next step needs its own check"),
+        ));
+        if let Some(decl) = &self.declarations {
+            out.push(Effect::Reflex(ReflexCommand::Sensors {
+                source: decl.source(),
+                goal: None,
+                postconditions: self.cfg.postconditions.clone(),
+                templates: Vec::new(),
+            }));
+        }
+        self.ask_step_check(now, out);
+    }
+
+    /// Ask a deliberative pass for the current step's check alone (no plan), bounded: past
+    /// [`STEP_CHECK_ATTEMPTS`] the session stops, named.
+    fn ask_step_check(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        if self.step_check.is_some() || self.agent_goal.is_some() || self.goal_step == 0 {
+            return;
+        }
+        if self.step_checks >= STEP_CHECK_ATTEMPTS {
+            self.finish(
+                SessionStop::NoGoalCheck {
+                    detail: format!(
+                        "{STEP_CHECK_ATTEMPTS} questions for the check of {} got none that could be used; give one with --goal-check",
+                        self.step_words()
+                    ),
+                },
+                out,
+            );
+            return;
+        }
+        self.step_checks += 1;
+        let pass = STEP_CHECK_PASS + self.step_checks;
+        self.step_check = Some(pass);
+        let ask = format!(
+            "Question: {} needs its check.{}",
+            self.step_words(),
+            self.declaring_lines()
+        );
+        let (prompt, image) = self.deliberative_prompt(&ask, now);
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!("the check of {} is asked for (pass {pass})", self.step_words()),
+        }));
+        let schema = self
+            .declaring_schema()
+            .map(|s| crate::plan::without_subgoals(&s))
+            .unwrap_or_default();
+        out.push(Effect::StartDeliberation(DeliberationJob {
+            pass,
+            trigger: Trigger::SubgoalCompleted,
+            prompt,
+            schema,
+            image,
+            // A question for a check plans nothing: no subgoal id is spent on it.
+            first_id: self.next_subgoal,
+        }));
+    }
+
+    /// The answer to a question for a step's check: its declarations taken like a plan's; with no
+    /// usable goal check, asked again (bounded).
+    fn on_step_check(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
+        self.step_check = None;
+        match p.reply.as_ref() {
+            Some(reply) => {
+                let (changed, said) = self.declare_checks_and_goal(reply, p.pass, out);
+                if let (true, Some(decl)) = (changed, &self.declarations) {
+                    out.push(Effect::Reflex(ReflexCommand::Sensors {
+                        source: decl.source(),
+                        goal: self.agent_goal.as_ref().map(|g| g.source.clone()),
+                        postconditions: self.cfg.postconditions.clone(),
+                        templates: decl.templates(),
+                    }));
+                }
+                if !said.is_empty() {
+                    self.context.record(HistoryEntry::new(
+                        now,
+                        format!("pass {} checks", p.pass),
+                        said.join("; "),
+                    ));
+                }
+            }
+            None => out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "the question for the check of {} got no answer ({})",
+                    self.step_words(),
+                    p.plan.err().unwrap_or_default()
+                ),
+            })),
+        }
+        self.ask_step_check(now, out);
     }
 
     /// A deliberative prompt of the context as of now: the latest observation, then `ask`; with the
@@ -2511,6 +2732,9 @@ impl Session {
     fn on_plan(&mut self, mut p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
         if self.goal_look == Some(p.pass) {
             return self.on_goal_look(p, now, out);
+        }
+        if self.step_check == Some(p.pass) {
+            return self.on_step_check(p, now, out);
         }
         if self.declarations.is_some() {
             if let Some(reply) = p.reply.take() {
@@ -2621,50 +2845,11 @@ impl Session {
         if self.declarations.is_none() {
             return Err("this session takes no declarations".into());
         }
-        let (checks, goal) = crate::plan::declarations_from_reply(reply);
-        let mut changed = false;
-        let mut said = Vec::new();
-        for req in checks.iter().take(crate::declare::MAX_PER_REPLY) {
-            match self.declare_sensor(req, pass, out) {
-                Ok(line) => {
-                    changed = true;
-                    said.push(format!("declared `{line}`"));
-                }
-                Err(why) => said.push(format!("not declared: {why}")),
-            }
-        }
         let goal_given = self
             .declarations
             .as_ref()
             .is_some_and(|d| d.config().goal_check_given);
-        if let (None, Some(choice)) = (&self.agent_goal, goal) {
-            if goal_given {
-                said.push("the user's goal check stands: no goal check declared".into());
-            } else {
-                match self.check_source(&choice, pass, &mut changed, out) {
-                    Ok(g) => {
-                        changed = true;
-                        out.push(Effect::Record(SessionRecord::Note {
-                            text: format!("pass {pass} declared the goal's check `{g}`"),
-                        }));
-                        said.push(format!("goal check `{g}` declared"));
-                        // The goal's check leads the postconditions a failed plan falls back on.
-                        if !self.cfg.postconditions.contains(&g) {
-                            self.cfg.postconditions.push(g.clone());
-                        }
-                        self.agent_goal = Some(AgentGoal {
-                            source: g,
-                            pass,
-                            actions_before: self.state.actions_executed(),
-                            seen_false: false,
-                            confirmed: None,
-                            looked_at: None,
-                        });
-                    }
-                    Err(why) => said.push(format!("goal check refused: {why}")),
-                }
-            }
-        }
+        let (mut changed, mut said) = self.declare_checks_and_goal(reply, pass, out);
         let mut refused = None;
         let mut sources = Vec::new();
         for choice in crate::plan::postcondition_choices(reply) {
@@ -2723,6 +2908,64 @@ impl Session {
             },
             first_id,
         )
+    }
+
+    /// A declaring reply's sensors (`checks`) and, while none is accepted, the goal's (or the current
+    /// step's) check: whether the sensors changed, and what was said of each, for the next pass.
+    fn declare_checks_and_goal(
+        &mut self,
+        reply: &serde_json::Value,
+        pass: u64,
+        out: &mut Vec<Effect>,
+    ) -> (bool, Vec<String>) {
+        let (checks, goal) = crate::plan::declarations_from_reply(reply);
+        let mut changed = false;
+        let mut said = Vec::new();
+        for req in checks.iter().take(crate::declare::MAX_PER_REPLY) {
+            match self.declare_sensor(req, pass, out) {
+                Ok(line) => {
+                    changed = true;
+                    said.push(format!("declared `{line}`"));
+                }
+                Err(why) => said.push(format!("not declared: {why}")),
+            }
+        }
+        let goal_given = self
+            .declarations
+            .as_ref()
+            .is_some_and(|d| d.config().goal_check_given);
+        if let (None, Some(choice)) = (&self.agent_goal, goal) {
+            if goal_given {
+                said.push("the user's goal check stands: no goal check declared".into());
+            } else {
+                match self.check_source(&choice, pass, &mut changed, out) {
+                    Ok(g) => {
+                        changed = true;
+                        out.push(Effect::Record(SessionRecord::Note {
+                            text: match self.goal_steps.len() {
+                                0 | 1 => format!("pass {pass} declared the goal's check `{g}`"),
+                                _ => format!("pass {pass} declared the check of {} `{g}`", self.step_words()),
+                            },
+                        }));
+                        said.push(format!("goal check `{g}` declared"));
+                        // The goal's check leads the postconditions a failed plan falls back on.
+                        if !self.cfg.postconditions.contains(&g) {
+                            self.cfg.postconditions.push(g.clone());
+                        }
+                        self.agent_goal = Some(AgentGoal {
+                            source: g,
+                            pass,
+                            actions_before: self.state.actions_executed(),
+                            seen_false: false,
+                            confirmed: None,
+                            looked_at: None,
+                        });
+                    }
+                    Err(why) => said.push(format!("goal check refused: {why}")),
+                }
+            }
+        }
+        (changed, said)
     }
 
     /// A declaring pass's plan that cannot be adopted is asked again within the same pass, its reason

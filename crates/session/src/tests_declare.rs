@@ -172,8 +172,62 @@ fn an_agent_goal_check_already_true_is_refused() {
     assert_eq!(handed.goal, None);
 }
 
+/// The practice game's play field: its HUD's coin counter ("Coins" left of "0") and the Shop button.
+fn play_field() -> gamepilot_vision::Observation {
+    use gamepilot_vision::{Element, ElementSource};
+    let text = |id: u32, label: &str, x: i32, y: i32, w: u32| Element {
+        id: ElementId(id),
+        bbox: Rect::new(x, y, w, 34),
+        confidence: 0.9,
+        source: ElementSource::Text,
+        label: Some(label.into()),
+        looks: None,
+        layer: None,
+        selected: false,
+    };
+    gamepilot_vision::Observation {
+        at: MonoTime::ZERO,
+        frame_size: Size::new(1280, 720),
+        class: FrameChange::Scene,
+        texts: Vec::new(),
+        elements: vec![
+            text(9, "Coins", 34, 78, 61),
+            text(7, "0", 128, 77, 24),
+            text(12, "Gold", 34, 157, 49),
+            text(13, "250", 125, 150, 71),
+            text(10, "Shop", 1054, 68, 152),
+        ],
+    }
+}
+
+fn wait_reply() -> Result<ModelReply, TacticalFailure> {
+    reply(TacticalReply::Note {
+        text: "looking".into(),
+    })
+}
+
+/// The second look at the goal check among `fx`.
+fn look_in(fx: &[Effect]) -> Option<DeliberationJob> {
+    fx.iter().find_map(|e| match e {
+        Effect::StartDeliberation(j) if j.schema.pointer("/properties/met").is_some() => Some(j.clone()),
+        _ => None,
+    })
+}
+
+/// The next tactical tick perceives the play field (no model call): the second look it releases.
+fn look_on_fresh_frame(s: &mut Session, t: &mut u64, before: &[Effect]) -> (DeliberationJob, Vec<Effect>) {
+    let job = match tactical_jobs(before).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(s, t),
+    };
+    *t += 100;
+    let fx = s.answer(outcome(job.tick, play_field(), wait_reply()), ms(*t));
+    let look = look_in(&fx).expect("a second look once a fresh frame is perceived");
+    (look, fx)
+}
+
 #[test]
-fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look() {
+fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_frame_step_by_step() {
     let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
     let job = first_pass(&mut s);
     let fx = s.step(plan_input(job.pass, job.first_id, play_declared()), ms(200));
@@ -192,36 +246,50 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look() {
         },
         ms(600),
     );
-    // The check turns true: a second look is asked, nothing stops yet.
+    s.step(
+        Input::Evidence {
+            action: click,
+            changed: Some(true),
+        },
+        ms(650),
+    );
+    // The check turns true: a second look is asked on a frame perceived after that, nothing stops yet.
     let fx = s.step(Input::Reflex(goal_report(40, true)), ms(700));
     assert!(s.stopped().is_none());
-    let look = fx
-        .iter()
-        .find_map(|e| match e {
-            Effect::StartDeliberation(j) if j.schema.pointer("/properties/met").is_some() => Some(j.clone()),
-            _ => None,
-        })
-        .expect("a second look");
-    assert!(look
-        .prompt
-        .render()
-        .contains("Question: the check `not play_shown`"));
-    // It disagrees: the session goes on, the model reads why, no second look until another action.
-    s.step(
-        plan_input(look.pass, 0, json!({"met": false, "why": "a loading screen"})),
-        ms(900),
+    assert!(look_in(&fx).is_none(), "not on the frame the click was chosen on");
+    let mut t = 700;
+    let (look, mut fx) = look_on_fresh_frame(&mut s, &mut t, &fx);
+    let asked = look.prompt.render();
+    assert!(asked.contains("Question: the check `not play_shown`"), "{asked}");
+    assert!(
+        asked.contains("Coins"),
+        "the look reads the frame perceived after the check turned true:\n{asked}"
     );
-    let fx = s.step(Input::Reflex(goal_report(50, true)), ms(1000));
+    // It disagrees: the session goes on, the model reads why, no second look until another action.
+    t += 100;
+    fx.extend(s.step(
+        plan_input(
+            look.pass,
+            0,
+            json!({"evidence": "a loading screen", "met": false}),
+        ),
+        ms(t),
+    ));
+    t += 100;
+    let later = s.step(Input::Reflex(goal_report(t / 100, true)), ms(t));
     assert!(s.stopped().is_none());
-    assert!(!fx.iter().any(|e| matches!(e, Effect::StartDeliberation(_))));
+    assert!(!later.iter().any(|e| matches!(e, Effect::StartDeliberation(_))));
+    fx.extend(later);
     assert!(s
         .context()
-        .assemble(Cadence::Deliberative, &ObservationText::new(ms(1000), ""), None)
+        .assemble(Cadence::Deliberative, &ObservationText::new(ms(t), ""), None)
         .render()
         .contains("a second look says the goal is not met: a loading screen"));
     // Another action, the check true again: asked again, agreed, and the next true reading ends it.
-    let mut t = 1000;
-    let job = next_job(&mut s, &mut t);
+    let job = match tactical_jobs(&fx).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(&mut s, &mut t),
+    };
     t += 100;
     let fx = s.answer(outcome(job.tick, menu(), click_mark(2)), ms(t));
     let (second, _, _) = submits(&fx)[0].clone();
@@ -229,29 +297,108 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look() {
     ended(&mut s, second, ms(t));
     t += 200;
     let fx = s.step(Input::Reflex(goal_report(t / 100, true)), ms(t));
-    let look = fx
-        .iter()
-        .find_map(|e| match e {
-            Effect::StartDeliberation(j) if j.schema.pointer("/properties/met").is_some() => Some(j.clone()),
-            _ => None,
-        })
-        .expect("asked again after another action");
+    let (look, mut pending) = look_on_fresh_frame(&mut s, &mut t, &fx);
     t += 100;
-    s.step(
+    pending.extend(s.step(
         plan_input(
             look.pass,
             0,
-            json!({"met": true, "why": "the play field is shown"}),
+            json!({"evidence": "the play field is shown", "met": true}),
         ),
         ms(t),
+    ));
+    assert!(
+        s.stopped().is_none(),
+        "the step ends on the check's next true reading"
     );
-    assert!(s.stopped().is_none(), "it ends on the check's next true reading");
     t += 100;
     let fx = s.step(Input::Reflex(goal_report(t / 100, true)), ms(t));
+    pending.extend(fx.clone());
+    // The goal has two steps ("click Play, then collect a coin"): the first is done, and the second's
+    // check is asked for on the play field, its coin counter offered.
+    assert!(
+        notes(&fx).iter().any(|n| n.starts_with(
+            "step 1 of 2 of the goal, \"click Play\" done: agent-declared check `not play_shown`"
+        ) && n.contains("confirmed by a second look (the play field is shown)")),
+        "{fx:#?}"
+    );
+    assert!(s.stopped().is_none(), "one step of two is not the goal");
+    let ask = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::StartDeliberation(j) if j.pass > 1 << 41 => Some(j.clone()),
+            _ => None,
+        })
+        .expect("the next step's check is asked for");
+    assert!(
+        ask.schema.pointer("/properties/subgoals").is_none(),
+        "a check alone"
+    );
+    let asked = ask.prompt.render();
+    assert!(asked.contains("[7] Coins = 0"), "{asked}");
+    assert_eq!(
+        ask.schema
+            .pointer("/properties/goal/anyOf/1/properties/mark/enum"),
+        Some(&json!([7, 13])),
+        "only a mark that shows a number may rise"
+    );
+    t += 100;
+    let fx = s.step(
+        plan_input(ask.pass, 0, json!({"goal": {"mark": 7, "then": "rises"}})),
+        ms(t),
+    );
+    pending.extend(fx.clone());
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| n.contains("declared the check of step 2 of 2") && n.contains("`mark7_number > 0`")),
+        "{:?}",
+        notes(&fx)
+    );
+    let coin = |tick: u64, coins: f64| ReflexReport {
+        goal_met: Some(coins > 0.0),
+        sensors: vec![
+            ("play_shown".into(), Some(0.0)),
+            ("mark7_number".into(), Some(coins)),
+        ],
+        ..reflex(tick)
+    };
+    t += 100;
+    pending.extend(s.step(Input::Reflex(coin(t / 100, 0.0)), ms(t)));
+    let job = match tactical_jobs(&pending).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(&mut s, &mut t),
+    };
+    t += 100;
+    let fx = s.answer(outcome(job.tick, play_field(), click_mark(10)), ms(t));
+    let (walk, _, _) = submits(&fx)[0].clone();
+    t += 100;
+    let mut fx = ended(&mut s, walk, ms(t));
+    fx.extend(s.step(
+        Input::Evidence {
+            action: walk,
+            changed: Some(true),
+        },
+        ms(t),
+    ));
+    t += 200;
+    fx.extend(s.step(Input::Reflex(coin(t / 100, 1.0)), ms(t)));
+    let (look, _) = look_on_fresh_frame(&mut s, &mut t, &fx);
+    assert!(look
+        .prompt
+        .render()
+        .contains("is step 2 of 2 of the goal, \"collect a coin\" done?"));
+    t += 100;
+    s.step(
+        plan_input(look.pass, 0, json!({"evidence": "Coins shows 1", "met": true})),
+        ms(t),
+    );
+    t += 100;
+    let fx = s.step(Input::Reflex(coin(t / 100, 1.0)), ms(t));
     assert!(
         notes(&fx).iter().any(
-            |n| n.starts_with("goal met: agent-declared check `not play_shown`")
-                && n.contains("confirmed by a second look (the play field is shown)")
+            |n| n.starts_with("goal met: agent-declared check `mark7_number > 0`")
+                && n.contains("confirmed by a second look (Coins shows 1)")
         ),
         "{fx:#?}"
     );
