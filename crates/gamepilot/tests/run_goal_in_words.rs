@@ -111,3 +111,107 @@ fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
         show(&replay)
     );
 }
+
+#[test]
+fn a_check_already_true_and_a_sensor_that_does_not_compile_go_back_to_the_model_with_why() {
+    // FR-LOOP-004: a goal check true when declared is refused and asked for again; a declaration that
+    // does not compile reaches the next question with the compiler's diagnostics
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::default()).unwrap();
+    let asked_again = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let seen = asked_again.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
+        let schema = req.schema();
+        if schema
+            .as_ref()
+            .is_some_and(|s| s.pointer("/properties/met").is_some())
+        {
+            return Reply::json(&json!({"evidence": "the play field, no menu", "met": true}));
+        }
+        let prompt = req.prompt_text();
+        if req.system_text().contains("deliberative planner") {
+            let Some(mark) = listed_mark(&prompt, "Play") else {
+                return Reply::status(500, "no Play mark in the planner's prompt");
+            };
+            if schema
+                .as_ref()
+                .is_some_and(|s| s.pointer("/properties/subgoals").is_none())
+            {
+                // The question for the check alone, after the refusal: answered properly.
+                seen.lock().unwrap().get_or_insert(prompt.clone());
+                return Reply::json(&json!({"goal": {"mark": mark, "then": "gone"}}));
+            }
+            // The first plan: the user's sensor that is true now as the goal's check, and a sensor over a
+            // name that does not exist.
+            return Reply::json(&json!({
+                "checks": [{"name": "broken", "reads": "expression", "expression": "not no_such_sensor"}],
+                "goal": "on_menu",
+                "subgoals": [{"description": "click Play", "postcondition": {"mark": mark, "then": "gone"},
+                              "max_actions": 5, "max_time_s": 60}]
+            }));
+        }
+        // The tactical cadence waits until the model was asked again, then starts the game.
+        match (seen.lock().unwrap().is_some(), mark_with(&prompt, "Play", "")) {
+            (true, Some(mark)) => Reply::json(&json!({"action": "click_mark", "mark": mark})),
+            _ => Reply::json(&json!({"action": "wait", "duration_ms": 200})),
+        }
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    // The user's sensors, no goal check: the agent may name them (the health bar is not drawn on the menu).
+    let sensors = dir.path().join("arena.sensors");
+    let mut source = std::fs::read_to_string(common::sensors_file()).unwrap();
+    source.push_str("on_menu = health < 0.05\n");
+    std::fs::write(&sensors, source).unwrap();
+    let out = gamepilot()
+        .args(["run", "--display", &bed.display])
+        .args(["--window", &format!("0x{:x}", arena.window.id)])
+        .args(["--goal", "Start a game from the menu"])
+        .arg("--sensors")
+        .arg(&sensors)
+        .args(["--max-actions", "6", "--session-budget-s", "60", "--unattended"])
+        .args(["--tactical-interval-ms", "100", "--grounding", "mark"])
+        .args(["--model-endpoint", &host.base_url()])
+        .arg("--record")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let text = show(&out);
+    let again = asked_again
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap_or_else(|| panic!("the check was asked for again:\n{text}"));
+    assert!(
+        again.contains("goal check `on_menu` -> refused: it is already true"),
+        "the refusal's reason is in what the model reads:\n{again}"
+    );
+    assert!(
+        again.contains("not declared: sensor `broken`") && again.contains("no_such_sensor"),
+        "the compile error's diagnostics are in what the model reads:\n{again}"
+    );
+    // The game's own state: it left the menu, on the check asked for again.
+    arena
+        .wait_for(std::time::Duration::from_secs(5), |s| s["screen"] == "play")
+        .unwrap_or_else(|_| panic!("the game left the menu:\n{text}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the session ended on its goal:\n{text}"
+    );
+    let notes: Vec<String> = events(&rec)
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("goal met: agent-declared check `not mark")),
+        "{}",
+        notes.join("\n")
+    );
+    let replay = gamepilot().arg("replay").arg(&rec).output().unwrap();
+    assert!(replay.status.success(), "replay:\n{}", show(&replay));
+}

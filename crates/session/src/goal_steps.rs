@@ -90,6 +90,21 @@ pub struct Counter {
     pub value: u64,
 }
 
+/// The numbers `elements` show whose names share a word's stem with `focus` (the step's words: a coin
+/// counter for "collect a coin"), in reading order. Only these are offered: offered every number, the
+/// small model made "seed 1 rises" the check of "start the game".
+pub fn relevant_counters(elements: &[Element], focus: &str) -> Vec<Counter> {
+    let focus_words = words(focus);
+    counters(elements, focus)
+        .into_iter()
+        .filter(|c| {
+            words(&c.name)
+                .iter()
+                .any(|w| focus_words.iter().any(|f| same_stem(w, f)))
+        })
+        .collect()
+}
+
 /// The numbers `elements` show, each with the words that name it ("Coins" left of "0"), those whose
 /// words share a stem with `focus` first, then in reading order.
 pub fn counters(elements: &[Element], focus: &str) -> Vec<Counter> {
@@ -235,6 +250,12 @@ mod tests {
             listed,
             vec![(7, "Coins", 0), (29, "coins left", 8), (13, "Gold", 250)]
         );
+        let relevant: Vec<u64> = relevant_counters(&hud, "collect a coin")
+            .iter()
+            .map(|c| c.mark)
+            .collect();
+        assert_eq!(relevant, vec![7, 29]);
+        assert!(relevant_counters(&hud, "Start the game from the menu (click Play)").is_empty());
         let line = counters_line(&found, 2).unwrap();
         assert!(line.ends_with("[7] Coins = 0; [29] coins left = 8"), "{line}");
         assert_eq!(counters_line(&[], 3), None);

@@ -1389,6 +1389,8 @@ impl Session {
                         templates: Vec::new(),
                     }));
                 }
+                // Asked again at once, on this screen: the plan may go on meanwhile.
+                self.ask_step_check(now, out);
                 None
             }
             Some(true) if self.state.actions_executed() > g.actions_before => {
@@ -1439,6 +1441,13 @@ impl Session {
             ),
             _ => "the goal".into(),
         }
+    }
+
+    /// The words of the step whose check is wanted (the whole goal when it is one step).
+    fn step_focus(&self) -> &str {
+        self.goal_steps
+            .get(self.goal_step)
+            .map_or(self.cfg.goal.as_str(), String::as_str)
     }
 
     /// A frame perceived at `seen` (after the goal check read true) releases the second look it waits for.
@@ -2530,7 +2539,7 @@ impl Session {
                 names
             });
         let marks: Vec<u64> = self.last_elements.iter().map(|e| u64::from(e.id.0)).collect();
-        let numbers: Vec<u64> = crate::goal_steps::counters(&self.last_elements, "")
+        let numbers: Vec<u64> = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus())
             .iter()
             .map(|c| c.mark)
             .collect();
@@ -2566,11 +2575,7 @@ impl Session {
                 self.goal_steps[self.goal_step.min(self.goal_steps.len() - 1)]
             ));
         }
-        let focus = self
-            .goal_steps
-            .get(self.goal_step)
-            .map_or(self.cfg.goal.as_str(), String::as_str);
-        let found = crate::goal_steps::counters(&self.last_elements, focus);
+        let found = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus());
         if let Some(line) = crate::goal_steps::counters_line(&found, COUNTERS_LISTED) {
             lines.push('\n');
             lines.push_str(&line);
@@ -2608,10 +2613,10 @@ impl Session {
         self.ask_step_check(now, out);
     }
 
-    /// Ask a deliberative pass for the current step's check alone (no plan), bounded: past
-    /// [`STEP_CHECK_ATTEMPTS`] the session stops, named.
+    /// Ask a deliberative pass for the current step's check alone (no plan) — the next step's, or
+    /// again after one was refused — bounded: past [`STEP_CHECK_ATTEMPTS`] the session stops, named.
     fn ask_step_check(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
-        if self.step_check.is_some() || self.agent_goal.is_some() || self.goal_step == 0 {
+        if self.step_check.is_some() || self.agent_goal.is_some() {
             return;
         }
         if self.step_checks >= STEP_CHECK_ATTEMPTS {

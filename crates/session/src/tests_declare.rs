@@ -170,6 +170,20 @@ fn an_agent_goal_check_already_true_is_refused() {
     )));
     let handed = sensors(&fx).expect("the reflex stops evaluating it");
     assert_eq!(handed.goal, None);
+    // Asked again at once, with the reason in what the model reads.
+    let ask = fx
+        .iter()
+        .find_map(|e| match e {
+            Effect::StartDeliberation(j) if j.pass > 1 << 41 => Some(j.clone()),
+            _ => None,
+        })
+        .expect("a new check is asked for");
+    let asked = ask.prompt.render();
+    assert!(asked.contains("refused: it is already true"), "{asked}");
+    assert!(
+        asked.contains("Question: step 1 of 2 of the goal, \"click Play\" needs its check."),
+        "{asked}"
+    );
 }
 
 /// The practice game's play field: its HUD's coin counter ("Coins" left of "0") and the Shop button.
@@ -339,7 +353,7 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_
     assert_eq!(
         ask.schema
             .pointer("/properties/goal/anyOf/1/properties/mark/enum"),
-        Some(&json!([7, 13])),
+        Some(&json!([7])),
         "only a mark that shows a number may rise"
     );
     t += 100;
