@@ -88,4 +88,9 @@ fi
 bin="$target/debug/gamepilot"
 step "eval gate" "$bin" eval --every 19 --min-accuracy "${GAMEPILOT_EVAL_FLOOR:-0.2}" --out "$target/eval-ci.json"
 step "demo over seeds" env GAMEPILOT_BIN="$bin" scripts/demo-seeds.sh "${GAMEPILOT_DEMO_SEEDS:-2}"
+# Goals in words alone (no sensor file, no goal check) on the practice game and real Debian games, each
+# judged outside gamepilot; printed as k of N, not gated (the closing notes carry the figures).
+step "goal in words alone" env GAMEPILOT_BIN="$bin" scripts/demo-seeds.sh 1 --agent-checks
+step "real games, goal in words" env GAMEPILOT_BIN="$bin" \
+    GAMEPILOT_REAL_GAMES_BUDGET_S="${GAMEPILOT_REAL_GAMES_BUDGET_S:-60}" scripts/real-games.sh
 step "trace" bash -c 'cargo xtask trace | tail -n 1'

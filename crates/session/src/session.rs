@@ -1443,6 +1443,13 @@ impl Session {
         }
     }
 
+    /// A plan must carry the goal's check: none accepted yet for the goal's first step. A later step's
+    /// check is asked for by its own question; a plan may still give it, but is not refused without it
+    /// (a planner refused for it meanwhile spent the deliberative host's time twice).
+    fn plan_owes_goal_check(&self) -> bool {
+        self.agent_goal.is_none() && self.goal_step == 0 && self.step_check.is_none()
+    }
+
     /// The words of the step whose check is wanted (the whole goal when it is one step).
     fn step_focus(&self) -> &str {
         self.goal_steps
@@ -2545,7 +2552,7 @@ impl Session {
             .collect();
         Some(crate::plan::declare_schema(
             &named,
-            self.agent_goal.is_none(),
+            self.plan_owes_goal_check(),
             &marks,
             &numbers,
         ))
@@ -2558,7 +2565,9 @@ impl Session {
             return String::new();
         }
         let mut lines = String::new();
-        if self.agent_goal.is_none() && self.goal_steps.len() > 1 {
+        if self.goal_steps.len() > 1 {
+            // The planner reads which steps are done (it re-proposed a finished one), and while the
+            // current step has no check, that "goal" is that step's alone.
             let listed: Vec<String> = self
                 .goal_steps
                 .iter()
@@ -2568,12 +2577,14 @@ impl Session {
                     format!("{}. {step}{done}", k + 1)
                 })
                 .collect();
-            lines.push_str(&format!(
-                "\nThe goal's steps: {}. \"goal\" is the check of step {} only: what becomes of a mark on the screen now once {:?} is done.",
-                listed.join(" "),
-                self.goal_step + 1,
-                self.goal_steps[self.goal_step.min(self.goal_steps.len() - 1)]
-            ));
+            lines.push_str(&format!("\nThe goal's steps: {}.", listed.join(" ")));
+            if self.agent_goal.is_none() {
+                lines.push_str(&format!(
+                    " \"goal\" is the check of step {} only: what becomes of a mark on the screen now once {:?} is done.",
+                    self.goal_step + 1,
+                    self.step_focus()
+                ));
+            }
         }
         let found = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus());
         if let Some(line) = crate::goal_steps::counters_line(&found, COUNTERS_LISTED) {
@@ -2903,7 +2914,7 @@ impl Session {
         if let Some(why) = refused {
             return Err(why);
         }
-        if self.agent_goal.is_none() && !goal_given {
+        if self.plan_owes_goal_check() && !goal_given {
             return Err("no goal check: in \"goal\" name a mark that is gone (or whose number rises) once the goal is done, or write an expression that is false now and true then".into());
         }
         crate::plan::plan_from_reply(
@@ -3002,7 +3013,7 @@ impl Session {
             .declarations
             .as_ref()
             .is_some_and(|d| d.config().goal_check_given);
-        if self.agent_goal.is_none() && !goal_given {
+        if self.plan_owes_goal_check() && !goal_given {
             self.finish(
                 SessionStop::NoGoalCheck {
                     detail: format!(
