@@ -1381,14 +1381,7 @@ impl Session {
                     format!("goal check `{source}`"),
                     "refused: it is already true; declare one that is false now and true once the goal is done",
                 ));
-                if let Some(decl) = &self.declarations {
-                    out.push(Effect::Reflex(ReflexCommand::Sensors {
-                        source: decl.source(),
-                        goal: None,
-                        postconditions: self.cfg.postconditions.clone(),
-                        templates: Vec::new(),
-                    }));
-                }
+                self.hand_sensors(false, out);
                 // Asked again at once, on this screen: the plan may go on meanwhile.
                 self.ask_step_check(now, out);
                 None
@@ -2613,14 +2606,7 @@ impl Session {
             format!("goal check `{}`", g.source),
             format!("{done} is done; the next step needs its own check"),
         ));
-        if let Some(decl) = &self.declarations {
-            out.push(Effect::Reflex(ReflexCommand::Sensors {
-                source: decl.source(),
-                goal: None,
-                postconditions: self.cfg.postconditions.clone(),
-                templates: Vec::new(),
-            }));
-        }
+        self.hand_sensors(false, out);
         self.ask_step_check(now, out);
     }
 
@@ -2676,13 +2662,8 @@ impl Session {
         match p.reply.as_ref() {
             Some(reply) => {
                 let (changed, said) = self.declare_checks_and_goal(reply, p.pass, out);
-                if let (true, Some(decl)) = (changed, &self.declarations) {
-                    out.push(Effect::Reflex(ReflexCommand::Sensors {
-                        source: decl.source(),
-                        goal: self.agent_goal.as_ref().map(|g| g.source.clone()),
-                        postconditions: self.cfg.postconditions.clone(),
-                        templates: decl.templates(),
-                    }));
+                if changed {
+                    self.hand_sensors(true, out);
                 }
                 if !said.is_empty() {
                     self.context.record(HistoryEntry::new(
@@ -2903,13 +2884,8 @@ impl Session {
                 said.join("; "),
             ));
         }
-        if let (true, Some(decl)) = (changed, &self.declarations) {
-            out.push(Effect::Reflex(ReflexCommand::Sensors {
-                source: decl.source(),
-                goal: self.agent_goal.as_ref().map(|g| g.source.clone()),
-                postconditions: self.cfg.postconditions.clone(),
-                templates: decl.templates(),
-            }));
+        if changed {
+            self.hand_sensors(true, out);
         }
         if let Some(why) = refused {
             return Err(why);
@@ -2982,6 +2958,19 @@ impl Session {
             }
         }
         (changed, said)
+    }
+
+    /// Hand the reflex the declared sensors, the agent's goal check as it stands (none while a new one
+    /// is wanted) and the postconditions; with `templates`, the templates it is to cut from its frame.
+    fn hand_sensors(&self, templates: bool, out: &mut Vec<Effect>) {
+        if let Some(decl) = &self.declarations {
+            out.push(Effect::Reflex(ReflexCommand::Sensors {
+                source: decl.source(),
+                goal: self.agent_goal.as_ref().map(|g| g.source.clone()),
+                postconditions: self.cfg.postconditions.clone(),
+                templates: if templates { decl.templates() } else { Vec::new() },
+            }));
+        }
     }
 
     /// A declaring pass's plan that cannot be adopted is asked again within the same pass, its reason
