@@ -3,7 +3,7 @@
 # manager, tesseract with English data, clang for bindgen, cmake for llama.cpp, fonts, a real game corpus.
 set -euo pipefail
 PACKAGES=(
-  xvfb xserver-xephyr openbox x11-utils x11-xserver-utils xdotool xinput
+  xvfb xserver-xephyr openbox x11-utils x11-apps x11-xserver-utils xdotool xinput
   tesseract-ocr tesseract-ocr-eng libtesseract-dev libleptonica-dev
   clang libclang-dev cmake pkg-config build-essential
   fonts-dejavu-core sgt-puzzles ltris curl unzip python3-pip

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Goals in words on real games: `gamepilot run --goal "…"` alone (no sensor file, no goal check: the agent
-# declares what it watches) with the default local model, on Debian games with menus of different kinds,
-# each on its own Xvfb + openbox. Each goal is judged outside gamepilot — by the game's own state file or
-# its window's size — never by the agent's sensors. Prints one line per goal and "k of N".
+# declares what it watches) with the default local model, on Debian games with menus of different kinds
+# (GTK menu bars choosing a board size, an SDL arcade game's key-driven menu), each on its own Xvfb +
+# openbox. Each goal is judged outside gamepilot — by the game's own state file, its window's size, or
+# its pixels read with xwd (scripts/pixel-fraction.py) — never by the agent's sensors. Prints one line per goal and "k of N".
 # Needs a built workspace (debug by default; GAMEPILOT_BIN to choose) and scripts/setup-llama.sh's cache.
 # GAMEPILOT_REAL_GAMES=name,name picks goals; GAMEPILOT_REAL_GAMES_BUDGET_S bounds each run (default 120).
 set -uo pipefail
@@ -71,6 +72,13 @@ arena_started() { tail -n 1 "$arena_state" 2>/dev/null | grep -q '"screen":"play
 board_wider() { [ "$(width_of "$1" "$2")" -gt $((before_w + 100)) ]; }
 board_changed() { [ "$(height_of "$1" "$2")" != "$before_h" ] || [ "$(width_of "$1" "$2")" != "$before_w" ]; }
 
+# ltris (SDL, a key-driven arcade menu): in play once its menu's blue "LTris" title is gone (xwd pixels).
+ltris_started() {
+  local blue
+  blue=$(python3 scripts/pixel-fraction.py "$2" "$1" blue 150 30 360 130) || return 1
+  awk -v f="$blue" 'BEGIN { exit !(f < 0.02) }'
+}
+
 rm -f "$arena_state"
 play arena "Start a game from the menu" arena_started \
   "$arena_bin" --seed 3 --state-file "$arena_state"
@@ -80,4 +88,5 @@ play net "Choose the 9x9 board from the Type menu" board_changed \
   env NET_DEFAULT=5x5 /usr/games/sgt-net
 play fifteen "Choose the 3x3 puzzle from the Type menu" board_changed \
   /usr/games/sgt-fifteen
+play ltris "Start a new game" ltris_started /usr/games/ltris
 echo "real games: $ok of $total goals reached (goal in words alone, default model, ${budget} s each)"

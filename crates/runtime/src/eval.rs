@@ -170,3 +170,187 @@ fn write_prompt(dir: &Path, index: usize, id: &str, chat: &ChatRequest) -> Resul
         .and_then(|()| std::fs::write(dir.join(format!("{index:03}.txt")), text))
         .map_err(|e| RuntimeError::Eval(format!("writing the prompt of {id} to {}: {e}", dir.display())))
 }
+
+/// Score every declaration point the way `run` declares a goal check with no `--goal-check`: a fresh
+/// declaring session perceives the point's first frame, its start pass asks the host, the session
+/// resolves the reply into the sensors and goal check it hands the reflex; that check is then evaluated
+/// on the first frame (templates cut from it, as the reflex cuts them) and on the frame with the goal
+/// done — right when it reads false, then true. A host failure or a reply with no usable goal check is
+/// wrong; the reply column says what was declared and what it read.
+pub fn evaluate_declarations(
+    setup: &EvalSetup<'_>,
+    points: &[gamepilot_session::eval::DeclarationPoint],
+    mut progress: impl FnMut(&PointResult),
+) -> Result<Vec<PointResult>, RuntimeError> {
+    use gamepilot_session::{Effect, Input, Perception, PlanOutcome, ReflexCommand};
+    let mut ocr = gamepilot_ocr::default_engine()?;
+    let mut digits = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new)?;
+    let cancel = CancelToken::new();
+    let mut out = Vec::with_capacity(points.len());
+    for point in points {
+        let before_path = setup.frames.join(&point.before);
+        let (obs, size) = perceive_with(&mut ocr, &before_path)?;
+        let before = crate::load_image(&before_path)?;
+        let after = crate::load_image(&setup.frames.join(&point.after))?;
+        let cfg = SessionConfig {
+            goal: point.goal.clone(),
+            postconditions: Vec::new(),
+            declare: Some(gamepilot_session::declare::DeclareConfig {
+                sensor_source: String::new(),
+                declared_size: size,
+                goal_check_given: false,
+            }),
+            ..SessionConfig::default()
+        };
+        let mut session = Session::new(cfg, MonoTime::ZERO).map_err(|e| RuntimeError::Eval(e.to_string()))?;
+        // The first screen is perceived (no model call), then the start pass is composed from it.
+        let mut effects = session.step(Input::Start, MonoTime::ZERO);
+        let tick = effects.iter().find_map(|e| match e {
+            Effect::StartTactical(job) => Some(job.tick),
+            _ => None,
+        });
+        let at = MonoTime(100_000);
+        if let Some(tick) = tick {
+            effects = session.step(
+                Input::Perceived(Box::new(Perception {
+                    tick,
+                    started: at,
+                    observation: obs.clone(),
+                    moves: Vec::new(),
+                })),
+                at,
+            );
+        }
+        let job = effects.into_iter().find_map(|e| match e {
+            Effect::StartDeliberation(job) => Some(job),
+            _ => None,
+        });
+        let Some(job) = job else {
+            return Err(RuntimeError::Eval(format!(
+                "{}: the declaring session composed no start pass",
+                point.id
+            )));
+        };
+        let request = crate::deliberative::DeliberationRequest {
+            pass: job.pass,
+            prompt: job.prompt,
+            schema: job.schema,
+            first_id: job.first_id,
+            image: None,
+        };
+        if let Some(dir) = setup.prompts {
+            let chat = ChatRequest::from_prompt(setup.model_name, &request.prompt, 256);
+            write_prompt(dir, out.len(), &point.id, &chat)?;
+        }
+        let post = crate::deliberative::Postconditions { sources: Vec::new() };
+        let mut d = crate::deliberative::deliberate(setup.client, setup.model_name, &post, &request, &cancel);
+        if d.value.is_none() {
+            // A host that did not answer (a cold first prompt on a busy machine) is asked once more: the
+            // point scores the model's choice, not the host's start.
+            d = crate::deliberative::deliberate(setup.client, setup.model_name, &post, &request, &cancel);
+        }
+        let valid = d.value.is_some();
+        let host_error = d.plan.as_ref().err().filter(|_| !valid).cloned();
+        let effects = session.step(
+            Input::Plan(PlanOutcome {
+                pass: d.pass,
+                plan: d.plan,
+                latency_ms: d.latency_ms,
+                research: d.research,
+                reply: d.value,
+                first_id: d.first_id,
+            }),
+            MonoTime(200_000),
+        );
+        let handed = effects.into_iter().find_map(|e| match e {
+            Effect::Reflex(ReflexCommand::Sensors {
+                source,
+                goal: Some(goal),
+                templates,
+                ..
+            }) => Some((source, goal, templates)),
+            _ => None,
+        });
+        let (correct, said) = match handed {
+            None => match host_error {
+                Some(e) => (false, format!("host: {e}")),
+                None => (false, format!("no goal check: {}", d.reply_text)),
+            },
+            Some((source, goal, templates)) => {
+                let (b, a) = read_check(&source, &goal, &templates, size, &before, &after, &mut digits)?;
+                (
+                    gamepilot_session::eval::judge_declaration(b, a),
+                    format!("`{goal}`: before {b:?}, after {a:?}"),
+                )
+            }
+        };
+        let result = PointResult {
+            id: point.id.clone(),
+            kind: format!("declare/{}", point.kind),
+            valid,
+            correct,
+            latency_ms: d.latency_ms,
+            prompt_tokens: 0,
+            cached_tokens: 0,
+            reply: said,
+        };
+        progress(&result);
+        out.push(result);
+    }
+    Ok(out)
+}
+
+/// The goal check over the declared sensors, read on `before` (whose templates it cuts first) and on
+/// `after`, each in one evaluation that waits for digit recognition (as `sensor eval` does).
+fn read_check(
+    source: &str,
+    goal: &str,
+    templates: &[(String, gamepilot_core::Rect)],
+    declared: Size,
+    before: &gamepilot_core::Frame,
+    after: &gamepilot_core::Frame,
+    digits: &mut crate::sensor_worker::SensorWorker,
+) -> Result<(Option<bool>, Option<bool>), RuntimeError> {
+    let compiled = crate::declared::compile(source, Some(goal), &[])
+        .map_err(|e| RuntimeError::Eval(format!("the declared sensors do not compile: {e}")))?;
+    let Some(expr) = compiled.goal else {
+        return Ok((None, None));
+    };
+    let mut atlas = gamepilot_sensor::Atlas::new();
+    let chain_of = |f: &gamepilot_core::Frame| {
+        gamepilot_core::TransformChain::new(gamepilot_core::Point::new(0, 0), Size::new(f.width, f.height))
+    };
+    for note in crate::declared::cut_templates(
+        &mut atlas,
+        Some(before),
+        templates,
+        Some(chain_of(before)),
+        declared,
+    ) {
+        eprintln!("eval: {note}");
+    }
+    let mut ev = gamepilot_sensor::Evaluator::new(compiled.program, declared);
+    let mut read = |frame: &gamepilot_core::Frame| -> Option<bool> {
+        let mut cache = gamepilot_sensor::RecognitionCache::default();
+        let mut ctx = gamepilot_sensor::EvalContext {
+            frame: frame.view(),
+            chain: chain_of(frame),
+            atlas: &atlas,
+            recognition: &mut cache,
+        };
+        ev.tick(&mut ctx);
+        if ctx.recognition.queued() > 0 {
+            digits.submit(ctx.recognition);
+            if digits.wait(ctx.recognition, std::time::Duration::from_secs(20)) {
+                ev.recompute(&mut ctx);
+            }
+        }
+        match ev.evaluate(&expr, &mut ctx) {
+            gamepilot_sensor::Value::Bool(b) => Some(b),
+            _ => None,
+        }
+    };
+    let b = read(before);
+    let a = read(after);
+    Ok((b, a))
+}

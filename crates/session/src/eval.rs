@@ -43,6 +43,34 @@ impl DecisionCorpus {
     }
 }
 
+/// One labelled declaration point: a goal, the frame the agent declares its check on, and a frame of
+/// the game once that goal was done. A declared check is right when it reads false on the first and
+/// true on the second (issue-free wording: "which sensor tells you the game has started").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeclarationPoint {
+    pub id: String,
+    /// The scene kind it is scored under (`declare/<kind>` in the table).
+    pub kind: String,
+    pub goal: String,
+    /// The frame the check is declared on (under the corpus's `frames/`).
+    pub before: String,
+    /// A frame of the same game with the goal done.
+    pub after: String,
+}
+
+/// The declaration corpus file (`corpus/declarations.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeclarationCorpus {
+    pub version: u32,
+    pub points: Vec<DeclarationPoint>,
+}
+
+/// A declared check is right when it reads false before the goal and true after it; undefined on
+/// either frame is wrong (it could never tell).
+pub fn judge_declaration(before: Option<bool>, after: Option<bool>) -> bool {
+    before == Some(false) && after == Some(true)
+}
+
 /// Where a reply clicks, in capture pixels: a mark's centre or the point itself; `None` when the reply
 /// is no click (a key, a wait, a note) or names a mark the observation does not hold.
 pub fn click_point(reply: &TacticalReply, obs: &Observation) -> Option<Point> {
@@ -279,5 +307,25 @@ mod tests {
         };
         assert_eq!(corpus.subset(3, None).len(), 4);
         assert_eq!(corpus.subset(1, Some(2)).len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod declaration_tests {
+    use super::*;
+
+    #[test]
+    fn a_declared_check_is_right_only_false_before_and_true_after() {
+        // sensor-expressions.md "Declaration and lifetime": a goal check must be false when declared
+        assert!(judge_declaration(Some(false), Some(true)));
+        assert!(!judge_declaration(Some(true), Some(true)), "already true");
+        assert!(!judge_declaration(Some(false), Some(false)), "never turns");
+        assert!(!judge_declaration(None, Some(true)), "undefined before");
+        assert!(!judge_declaration(Some(false), None), "undefined after");
+        let corpus: DeclarationCorpus = serde_json::from_str(
+            r#"{"version": 1, "points": [{"id": "a", "kind": "menu", "goal": "g", "before": "b.png", "after": "c.png"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(corpus.points[0].after, "c.png");
     }
 }

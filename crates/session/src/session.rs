@@ -426,15 +426,18 @@ const GOAL_LOOK_PASS: u64 = 1 << 40;
 const STEP_CHECK_PASS: u64 = 1 << 41;
 /// A session asks for the next step's check at most this many times before it stops, named.
 const STEP_CHECK_ATTEMPTS: u64 = 6;
+/// At most this many marks a check that something is gone may name.
+const GONE_CANDIDATES: usize = 6;
 /// At most this many on-screen numbers a declaring prompt lists.
 const COUNTERS_LISTED: usize = 6;
 
 /// What the deliberative planner is told it may do when it declares its own checks (after its role, in
 /// the invariant system text).
 const DECLARE_SKILL: &str = "Checks: nothing tells you yet when the goal or a step is done, so you say what to watch. \
-For \"goal\" and for each subgoal's \"postcondition\", name a mark on the screen and what becomes of it once that is done: \
-{\"mark\": 4, \"then\": \"gone\"} (the menu's Play button is gone once the game has started), or \
-{\"mark\": 7, \"then\": \"rises\"} (the number it shows goes up: a score, a lines counter). It must not be done already. \
+For \"goal\" and for each subgoal's \"postcondition\", name a mark N on the screen and what becomes of it once that is done: \
+{\"mark\": N, \"then\": \"gone\"} where N is an element that goes away (a menu's Start button once the game has started, \
+a dialog's own button once it is answered), or {\"mark\": N, \"then\": \"rises\"} where N shows a number that goes up \
+(a score, a lines counter). Choose N by its label in the observation; it must not be done already. \
 In \"checks\" you may also declare sensors by a new lower-case name: \"present\", \"number\" or \"colour\" with a mark, \
 or an \"expression\" over sensors (not play_shown, lines > @lines); later passes may name them.";
 
@@ -2538,7 +2541,7 @@ impl Session {
                 }
                 names
             });
-        let marks: Vec<u64> = self.last_elements.iter().map(|e| u64::from(e.id.0)).collect();
+        let marks: Vec<u64> = self.gone_candidates().iter().map(|(id, _)| *id).collect();
         let numbers: Vec<u64> = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus())
             .iter()
             .map(|c| c.mark)
@@ -2549,6 +2552,35 @@ impl Session {
             &marks,
             &numbers,
         ))
+    }
+
+    /// The marks a check that something is `gone` may name: the labelled elements a small model reads
+    /// first — an open popup's or dialog's, the selected item, those the step's words name — at most
+    /// [`GONE_CANDIDATES`]. Offered every mark, the model named one by the number in its instructions'
+    /// example, or the first listed, whatever its label.
+    fn gone_candidates(&self) -> Vec<(u64, String)> {
+        let obs = gamepilot_vision::Observation {
+            at: MonoTime::ZERO,
+            frame_size: self.last_frame_size.unwrap_or_default(),
+            class: FrameChange::Unchanged,
+            texts: Vec::new(),
+            elements: self.last_elements.clone(),
+        };
+        let focus = crate::relevance::Focus::new(self.cfg.goal.clone(), self.step_focus().to_string());
+        let mut order = crate::relevance::model_order(&obs, &focus, None);
+        for e in &self.last_elements {
+            if !order.contains(&e.id) {
+                order.push(e.id);
+            }
+        }
+        order
+            .into_iter()
+            .filter_map(|id| {
+                let label = obs.element(id)?.label.clone()?;
+                Some((u64::from(id.0), label))
+            })
+            .take(GONE_CANDIDATES)
+            .collect()
     }
 
     /// The step of the goal whose check is asked for, when the goal has several (its check declared on
@@ -2578,6 +2610,17 @@ impl Session {
                     self.step_focus()
                 ));
             }
+        }
+        let gone: Vec<String> = self
+            .gone_candidates()
+            .iter()
+            .map(|(id, label)| format!("[{id}] {label:?}"))
+            .collect();
+        if !gone.is_empty() {
+            lines.push_str(&format!(
+                "\nMarks a check {{\"mark\": N, \"then\": \"gone\"}} may name: {}",
+                gone.join("; ")
+            ));
         }
         let found = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus());
         if let Some(line) = crate::goal_steps::counters_line(&found, COUNTERS_LISTED) {

@@ -4,8 +4,8 @@
 
 use super::run::ModelArgs;
 use anyhow::Context as _;
-use gamepilot_runtime::eval::{evaluate, EvalSetup};
-use gamepilot_session::eval::{DecisionCorpus, EvalSummary};
+use gamepilot_runtime::eval::{evaluate, evaluate_declarations, EvalSetup};
+use gamepilot_session::eval::{DecisionCorpus, DeclarationCorpus, EvalSummary, PointResult};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -33,9 +33,16 @@ pub struct Args {
     /// Write each point's prompt (its messages as text) into this directory.
     #[arg(long)]
     pub prompts: Option<PathBuf>,
+    /// Score the declaration points of this corpus instead (a goal, the frame the agent declares its
+    /// check on, a frame with the goal done): right when the declared check reads false, then true.
+    #[arg(long)]
+    pub declarations: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(path) = args.declarations.clone() {
+        return run_declarations(args, &path);
+    }
     let text = std::fs::read_to_string(&args.corpus)
         .with_context(|| format!("reading the decision corpus {}", args.corpus.display()))?;
     let corpus: DecisionCorpus = serde_json::from_str(&text)
@@ -67,23 +74,71 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         max_tokens: args.max_tokens,
         prompts: args.prompts.as_deref(),
     };
-    let results = evaluate(&setup, &points, |r| {
-        println!(
-            "  {:<28} {:<9} {:<7} {:>6.0} ms  {}",
-            r.id,
-            r.kind,
-            if r.correct {
-                "right"
-            } else if r.valid {
-                "wrong"
-            } else {
-                "invalid"
-            },
-            r.latency_ms,
-            r.reply.chars().take(70).collect::<String>()
-        );
-    })?;
-    let summary = EvalSummary::of(&results);
+    let results = evaluate(&setup, &points, print_result)?;
+    report(&args, &results)
+}
+
+/// `--declarations`: each point's goal check as the agent declares it, read before and after the goal.
+fn run_declarations(args: Args, path: &std::path::Path) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the declaration corpus {}", path.display()))?;
+    let corpus: DeclarationCorpus = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a declaration corpus", path.display()))?;
+    let points: Vec<_> = corpus
+        .points
+        .iter()
+        .step_by(args.every.max(1))
+        .take(args.limit.unwrap_or(usize::MAX))
+        .cloned()
+        .collect();
+    anyhow::ensure!(!points.is_empty(), "no declaration points selected");
+    let frames = path
+        .parent()
+        .map(|p| p.join("frames"))
+        .unwrap_or_else(|| PathBuf::from("frames"));
+    let (client, _host) = args.model.connect(&Default::default())?;
+    let caps = client
+        .probe_for(&args.model.model_name)
+        .context("probing the model host")?;
+    let client = client.with_kind(caps.kind);
+    println!(
+        "eval: {} of {} declaration points (corpus v{}), host {}",
+        points.len(),
+        corpus.points.len(),
+        corpus.version,
+        client.base_url()
+    );
+    let setup = EvalSetup {
+        client: &client,
+        model_name: &args.model.model_name,
+        frames: &frames,
+        max_tokens: args.max_tokens,
+        prompts: args.prompts.as_deref(),
+    };
+    let results = evaluate_declarations(&setup, &points, print_result)?;
+    report(&args, &results)
+}
+
+fn print_result(r: &PointResult) {
+    println!(
+        "  {:<28} {:<9} {:<7} {:>6.0} ms  {}",
+        r.id,
+        r.kind,
+        if r.correct {
+            "right"
+        } else if r.valid {
+            "wrong"
+        } else {
+            "invalid"
+        },
+        r.latency_ms,
+        r.reply.chars().take(70).collect::<String>()
+    );
+}
+
+/// The table, the JSON file and the gate.
+fn report(args: &Args, results: &[PointResult]) -> anyhow::Result<i32> {
+    let summary = EvalSummary::of(results);
     print!("{}", summary.table());
     if let Some(out) = &args.out {
         let json = serde_json::json!({ "summary": summary, "results": results });
