@@ -45,7 +45,7 @@ impl DecisionCorpus {
 
 /// One labelled declaration point: a goal, the frame the agent declares its check on, and a frame of
 /// the game once that goal was done. A declared check is right when it reads false on the first and
-/// true on the second (issue-free wording: "which sensor tells you the game has started").
+/// true on the second ("which sensor tells you the game has started").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeclarationPoint {
     pub id: String,

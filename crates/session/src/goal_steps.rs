@@ -88,6 +88,8 @@ pub struct Counter {
     /// What it counts: the words of its own label, or of the label just left of it on its row.
     pub name: String,
     pub value: u64,
+    /// The mark of that label left of it, when the name is another element's.
+    pub label_mark: Option<u64>,
 }
 
 /// The numbers `elements` show whose names share a word's stem with `focus` (the step's words: a coin
@@ -119,13 +121,13 @@ pub fn counters(elements: &[Element], focus: &str) -> Vec<Counter> {
             .filter(|w| w.chars().any(char::is_alphabetic))
             .collect::<Vec<_>>()
             .join(" ");
-        let name = if own.is_empty() {
+        let (name, label_mark) = if own.is_empty() {
             match label_left_of(e, elements) {
-                Some(n) => n,
+                Some((n, mark)) => (n, Some(mark)),
                 None => continue,
             }
         } else {
-            own
+            (own, None)
         };
         let focus_words = words(focus);
         let relevant = words(&name)
@@ -139,6 +141,7 @@ pub fn counters(elements: &[Element], focus: &str) -> Vec<Counter> {
                 mark: u64::from(e.id.0),
                 name,
                 value,
+                label_mark,
             },
         ));
     }
@@ -148,7 +151,7 @@ pub fn counters(elements: &[Element], focus: &str) -> Vec<Counter> {
 
 /// The words of the label nearest left of `e` on its row (its vertical centre within the other's
 /// height, at most three of `e`'s heights away): a HUD's "Coins" beside its "0".
-fn label_left_of(e: &Element, elements: &[Element]) -> Option<String> {
+fn label_left_of(e: &Element, elements: &[Element]) -> Option<(String, u64)> {
     let cy = e.bbox.y + e.bbox.h as i32 / 2;
     elements
         .iter()
@@ -161,10 +164,11 @@ fn label_left_of(e: &Element, elements: &[Element]) -> Option<String> {
             let right = o.bbox.x + o.bbox.w as i32;
             let gap = e.bbox.x - right;
             let on_row = cy >= o.bbox.y && cy <= o.bbox.y + o.bbox.h as i32;
-            (on_row && (0..=3 * e.bbox.h as i32).contains(&gap)).then(|| (gap, label.trim().to_string()))
+            (on_row && (0..=3 * e.bbox.h as i32).contains(&gap))
+                .then(|| (gap, label.trim().to_string(), u64::from(o.id.0)))
         })
-        .min_by_key(|(gap, _)| *gap)
-        .map(|(_, l)| l)
+        .min_by_key(|(gap, ..)| *gap)
+        .map(|(_, l, mark)| (l, mark))
 }
 
 /// The line a declaring prompt shows the counters on ("Numbers on screen …"), or `None` with none.
@@ -250,6 +254,8 @@ mod tests {
             listed,
             vec![(7, "Coins", 0), (29, "coins left", 8), (13, "Gold", 250)]
         );
+        assert_eq!(found[0].label_mark, Some(9), "named by the Coins label");
+        assert_eq!(found[1].label_mark, None, "named by its own words");
         let relevant: Vec<u64> = relevant_counters(&hud, "collect a coin")
             .iter()
             .map(|c| c.mark)

@@ -2573,11 +2573,18 @@ impl Session {
                 order.push(e.id);
             }
         }
+        // A HUD counter and its name stay while the game runs: what it shows rises, it is not gone
+        // (offered "Coins" first for "collect a coin", the model declared it gone).
+        let counted: Vec<u64> = crate::goal_steps::counters(&self.last_elements, "")
+            .iter()
+            .flat_map(|c| std::iter::once(c.mark).chain(c.label_mark))
+            .collect();
         order
             .into_iter()
             .filter_map(|id| {
                 let label = obs.element(id)?.label.clone()?;
-                Some((u64::from(id.0), label))
+                let id = u64::from(id.0);
+                (!counted.contains(&id)).then_some((id, label))
             })
             .take(GONE_CANDIDATES)
             .collect()
@@ -2611,6 +2618,11 @@ impl Session {
                 ));
             }
         }
+        let found = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus());
+        if let Some(line) = crate::goal_steps::counters_line(&found, COUNTERS_LISTED) {
+            lines.push('\n');
+            lines.push_str(&line);
+        }
         let gone: Vec<String> = self
             .gone_candidates()
             .iter()
@@ -2621,11 +2633,6 @@ impl Session {
                 "\nMarks a check {{\"mark\": N, \"then\": \"gone\"}} may name: {}",
                 gone.join("; ")
             ));
-        }
-        let found = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus());
-        if let Some(line) = crate::goal_steps::counters_line(&found, COUNTERS_LISTED) {
-            lines.push('\n');
-            lines.push_str(&line);
         }
         lines
     }
@@ -3036,6 +3043,9 @@ impl Session {
             .record(HistoryEntry::new(now, "plan refused".to_string(), why.clone()));
         if self.declare_attempts < DECLARE_ATTEMPTS {
             self.declare_attempts += 1;
+            // Asking again takes the host seconds: the goal itself is acted on meanwhile (the demo stood
+            // idle for 50 s while a planner that re-proposed a finished step was asked again).
+            self.act_on_goal_meanwhile(now, out);
             out.push(Effect::StartDeliberation(
                 self.deliberation_job(pass, trigger, now),
             ));
