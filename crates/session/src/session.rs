@@ -399,6 +399,8 @@ pub struct Session {
     /// The pass asking for the next step's check, in flight; and how many were asked.
     step_check: Option<u64>,
     step_checks: u64,
+    /// With no progress sensor given, the first counter the agent declared to rise serves as one.
+    declared_progress: Option<String>,
 }
 
 /// The goal's own check as the agent declared it (sensor-expressions.md, "Declaration and lifetime").
@@ -695,6 +697,7 @@ impl Session {
             goal_look_wanted: None,
             step_check: None,
             step_checks: 0,
+            declared_progress: None,
             cfg,
         })
     }
@@ -1329,6 +1332,7 @@ impl Session {
             .cfg
             .progress_sensor
             .as_ref()
+            .or(self.declared_progress.as_ref())
             .and_then(|p| r.sensors.iter().find(|(n, _)| n == p).and_then(|(_, v)| *v));
         if let Some(p) = progress {
             if self.last_progress.is_some_and(|last| p > last) {
@@ -1444,6 +1448,15 @@ impl Session {
     /// (a planner refused for it meanwhile spent the deliberative host's time twice).
     fn plan_owes_goal_check(&self) -> bool {
         self.agent_goal.is_none() && self.goal_step == 0 && self.step_check.is_none()
+    }
+
+    /// What the goal acted on meanwhile says: the current step's words when the agent checks the goal step
+    /// by step (once the game has started, "click Play" is not the step), the goal's otherwise.
+    fn goal_plan_words(&self) -> &str {
+        match self.declarations {
+            Some(_) => self.step_focus(),
+            None => self.cfg.goal.as_str(),
+        }
     }
 
     /// The words of the step whose check is wanted (the whole goal when it is one step).
@@ -2541,11 +2554,18 @@ impl Session {
                 }
                 names
             });
-        let marks: Vec<u64> = self.gone_candidates().iter().map(|(id, _)| *id).collect();
         let numbers: Vec<u64> = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus())
             .iter()
             .map(|c| c.mark)
             .collect();
+        // A step whose words name a number the screen shows ("collect a coin" beside "Coins 0") is
+        // checked by that number rising: the marks that could be gone are not offered then (offered both,
+        // the small model declared the compass's "SW" gone).
+        let marks: Vec<u64> = if numbers.is_empty() {
+            self.gone_candidates().iter().map(|(id, _)| *id).collect()
+        } else {
+            Vec::new()
+        };
         Some(crate::plan::declare_schema(
             &named,
             self.plan_owes_goal_check(),
@@ -2628,7 +2648,7 @@ impl Session {
             .iter()
             .map(|(id, label)| format!("[{id}] {label:?}"))
             .collect();
-        if !gone.is_empty() {
+        if !gone.is_empty() && found.is_empty() {
             lines.push_str(&format!(
                 "\nMarks a check {{\"mark\": N, \"then\": \"gone\"}} may name: {}",
                 gone.join("; ")
@@ -2712,6 +2732,10 @@ impl Session {
         match p.reply.as_ref() {
             Some(reply) => {
                 let (changed, said) = self.declare_checks_and_goal(reply, p.pass, out);
+                // With the step's check known, the step is acted on while the planner still plans.
+                if self.agent_goal.is_some() && self.state.active_subgoal().is_none() {
+                    self.act_on_goal_meanwhile(now, out);
+                }
                 if changed {
                     self.hand_sensors(true, out);
                 }
@@ -3041,7 +3065,11 @@ impl Session {
         }));
         self.context
             .record(HistoryEntry::new(now, "plan refused".to_string(), why.clone()));
-        if self.declare_attempts < DECLARE_ATTEMPTS {
+        // A second look or a step's check waiting for the host goes first: a planner asked again
+        // meanwhile held the demo's look back until its time was spent.
+        let host_wanted =
+            self.goal_look.is_some() || self.goal_look_wanted.is_some() || self.step_check.is_some();
+        if self.declare_attempts < DECLARE_ATTEMPTS && !host_wanted {
             self.declare_attempts += 1;
             // Asking again takes the host seconds: the goal itself is acted on meanwhile (the demo stood
             // idle for 50 s while a planner that re-proposed a finished step was asked again).
@@ -3132,6 +3160,15 @@ impl Session {
                 match becomes {
                     Becomes::Gone => format!("not {name}"),
                     Becomes::Rises => {
+                        if self.cfg.progress_sensor.is_none() && self.declared_progress.is_none() {
+                            // A counter the agent watches rise is progress (FR-LOOP-005), said once.
+                            self.declared_progress = Some(name.clone());
+                            out.push(Effect::Record(SessionRecord::Note {
+                                text: format!(
+                                    "declared counter `{name}` serves as the progress signal (no --progress-sensor)"
+                                ),
+                            }));
+                        }
                         let now = self
                             .last_elements
                             .iter()
@@ -3172,7 +3209,7 @@ impl Session {
             max_time_ms: Some(GOAL_PLAN_TIME_MS),
             max_actions: Some(GOAL_PLAN_ACTIONS),
         };
-        let Some(plan) = crate::plan::goal_plan(&self.cfg.goal, &self.cfg.postconditions, id, budget, |s| {
+        let Some(plan) = crate::plan::goal_plan(self.goal_plan_words(), &self.cfg.postconditions, id, budget, |s| {
             self.postcondition_value(s)
         }) else {
             return false;
@@ -3212,7 +3249,7 @@ impl Session {
                 max_time_ms: Some(GOAL_PLAN_TIME_MS),
                 max_actions: Some(GOAL_PLAN_ACTIONS),
             };
-            crate::plan::goal_plan(&self.cfg.goal, &self.cfg.postconditions, id, budget, |s| {
+            crate::plan::goal_plan(self.goal_plan_words(), &self.cfg.postconditions, id, budget, |s| {
                 self.postcondition_value(s)
             })
         } else {

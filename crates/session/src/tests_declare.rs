@@ -352,9 +352,15 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_
     assert!(asked.contains("[7] Coins = 0"), "{asked}");
     assert_eq!(
         ask.schema
-            .pointer("/properties/goal/anyOf/1/properties/mark/enum"),
+            .pointer("/properties/goal/anyOf/0/properties/mark/enum"),
         Some(&json!([7])),
         "only a mark that shows a number may rise"
+    );
+    assert_eq!(
+        ask.schema
+            .pointer("/properties/goal/anyOf/0/properties/then/enum"),
+        Some(&json!(["rises"])),
+        "a step that names a counter is checked by it rising, nothing offered as gone"
     );
     t += 100;
     let fx = s.step(
@@ -367,6 +373,14 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_
             .iter()
             .any(|n| n.contains("declared the check of step 2 of 2") && n.contains("`mark7_number > 0`")),
         "{:?}",
+        notes(&fx)
+    );
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| *n
+                == "declared counter `mark7_number` serves as the progress signal (no --progress-sensor)"),
+        "FR-LOOP-005: {:?}",
         notes(&fx)
     );
     let coin = |tick: u64, coins: f64| ReflexReport {
