@@ -399,6 +399,8 @@ pub struct Session {
     /// The pass asking for the next step's check, in flight; and how many were asked.
     step_check: Option<u64>,
     step_checks: u64,
+    /// A planner's pass to ask again once the host is free of looks and step checks.
+    deferred_pass: Option<(u64, Trigger)>,
     /// With no progress sensor given, the first counter the agent declared to rise serves as one.
     declared_progress: Option<String>,
 }
@@ -697,6 +699,7 @@ impl Session {
             goal_look_wanted: None,
             step_check: None,
             step_checks: 0,
+            deferred_pass: None,
             declared_progress: None,
             cfg,
         })
@@ -1509,6 +1512,11 @@ impl Session {
     /// not agreed (or no answer), the session goes on and asks again after its next action.
     fn on_goal_look(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
         self.goal_look = None;
+        self.judge_look(p, now, out);
+        self.release_deferred_pass(now, out);
+    }
+
+    fn judge_look(&mut self, p: PlanOutcome, now: MonoTime, out: &mut Vec<Effect>) {
         let answer = p.reply.as_ref().and_then(crate::plan::goal_look_answer);
         let Some(g) = self.agent_goal.as_mut() else {
             return;
@@ -2756,6 +2764,7 @@ impl Session {
             })),
         }
         self.ask_step_check(now, out);
+        self.release_deferred_pass(now, out);
     }
 
     /// A deliberative prompt of the context as of now: the latest observation, then `ask`; with the
@@ -3034,6 +3043,26 @@ impl Session {
         (changed, said)
     }
 
+    /// A second look or a question for a step's check is waiting for the deliberative host.
+    fn host_wanted(&self) -> bool {
+        self.goal_look.is_some() || self.goal_look_wanted.is_some() || self.step_check.is_some()
+    }
+
+    /// The planner's pass held back while the host was wanted is asked again once it no longer is.
+    fn release_deferred_pass(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        if self.host_wanted() {
+            return;
+        }
+        let Some((pass, trigger)) = self.deferred_pass.take() else {
+            return;
+        };
+        if self.deliberation.is_some_and(|(p, ..)| p == pass) {
+            out.push(Effect::StartDeliberation(
+                self.deliberation_job(pass, trigger, now),
+            ));
+        }
+    }
+
     /// Hand the reflex the declared sensors, the agent's goal check as it stands (none while a new one
     /// is wanted) and the postconditions; with `templates`, the templates it is to cut from its frame.
     fn hand_sensors(&self, templates: bool, out: &mut Vec<Effect>) {
@@ -3065,11 +3094,16 @@ impl Session {
         }));
         self.context
             .record(HistoryEntry::new(now, "plan refused".to_string(), why.clone()));
-        // A second look or a step's check waiting for the host goes first: a planner asked again
-        // meanwhile held the demo's look back until its time was spent.
-        let host_wanted =
-            self.goal_look.is_some() || self.goal_look_wanted.is_some() || self.step_check.is_some();
-        if self.declare_attempts < DECLARE_ATTEMPTS && !host_wanted {
+        if self.declare_attempts < DECLARE_ATTEMPTS && self.host_wanted() {
+            // A second look or a step's check waiting for the host goes first (a planner asked again
+            // meanwhile held the demo's look back until its time was spent): the pass is asked again
+            // once they are answered, and the goal is acted on meanwhile.
+            self.declare_attempts += 1;
+            self.deferred_pass = Some((pass, trigger));
+            self.act_on_goal_meanwhile(now, out);
+            return true;
+        }
+        if self.declare_attempts < DECLARE_ATTEMPTS {
             self.declare_attempts += 1;
             // Asking again takes the host seconds: the goal itself is acted on meanwhile (the demo stood
             // idle for 50 s while a planner that re-proposed a finished step was asked again).
