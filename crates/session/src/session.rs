@@ -2884,7 +2884,19 @@ impl Session {
                                 out,
                             );
                         }
-                        None => self.fail_pass(p.pass, reason, now, out),
+                        None => match self.deliberation {
+                            // Nothing sound is left, but a look or the next step's check is coming: the
+                            // pass stays open and is asked again once they are answered, so the step
+                            // can be acted on meanwhile (ended now, the demo stood idle until a timer).
+                            Some((pass, trigger, _))
+                                if pass == p.pass
+                                    && self.host_wanted()
+                                    && self.state.active_subgoal().is_none() =>
+                            {
+                                self.deferred_pass = Some((pass, trigger));
+                            }
+                            _ => self.fail_pass(p.pass, reason, now, out),
+                        },
                     }
                 }
             }
