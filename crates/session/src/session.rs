@@ -3255,9 +3255,13 @@ impl Session {
             max_time_ms: Some(GOAL_PLAN_TIME_MS),
             max_actions: Some(GOAL_PLAN_ACTIONS),
         };
-        let Some(plan) = crate::plan::goal_plan(self.goal_plan_words(), &self.cfg.postconditions, id, budget, |s| {
-            self.postcondition_value(s)
-        }) else {
+        let Some(plan) = crate::plan::goal_plan(
+            self.goal_plan_words(),
+            &self.cfg.postconditions,
+            id,
+            budget,
+            |s| self.postcondition_value(s),
+        ) else {
             return false;
         };
         self.feed(Event::Provisional { plan }, now, out);
@@ -3295,9 +3299,13 @@ impl Session {
                 max_time_ms: Some(GOAL_PLAN_TIME_MS),
                 max_actions: Some(GOAL_PLAN_ACTIONS),
             };
-            crate::plan::goal_plan(self.goal_plan_words(), &self.cfg.postconditions, id, budget, |s| {
-                self.postcondition_value(s)
-            })
+            crate::plan::goal_plan(
+                self.goal_plan_words(),
+                &self.cfg.postconditions,
+                id,
+                budget,
+                |s| self.postcondition_value(s),
+            )
         } else {
             None
         };

@@ -376,10 +376,9 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_
         notes(&fx)
     );
     assert!(
-        notes(&fx)
-            .iter()
-            .any(|n| *n
-                == "declared counter `mark7_number` serves as the progress signal (no --progress-sensor)"),
+        notes(&fx).contains(
+            &"declared counter `mark7_number` serves as the progress signal (no --progress-sensor)"
+        ),
         "FR-LOOP-005: {:?}",
         notes(&fx)
     );
