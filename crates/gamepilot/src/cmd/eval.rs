@@ -49,32 +49,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .with_context(|| format!("{} is not a decision corpus", args.corpus.display()))?;
     let points = corpus.subset(args.every, args.limit);
     anyhow::ensure!(!points.is_empty(), "no decision points selected");
-    let frames = args
-        .corpus
-        .parent()
-        .map(|p| p.join("frames"))
-        .unwrap_or_else(|| PathBuf::from("frames"));
-    let (client, _host) = args.model.connect(&Default::default())?;
-    // The host's dialect, as `run` speaks it (a llama.cpp host gets the compact grammar).
-    let caps = client
-        .probe_for(&args.model.model_name)
-        .context("probing the model host")?;
-    let client = client.with_kind(caps.kind);
-    println!(
-        "eval: {} of {} decision points (corpus v{}), host {}",
+    let what = format!(
+        "{} of {} decision points (corpus v{})",
         points.len(),
         corpus.points.len(),
-        corpus.version,
-        client.base_url()
+        corpus.version
     );
-    let setup = EvalSetup {
-        client: &client,
-        model_name: &args.model.model_name,
-        frames: &frames,
-        max_tokens: args.max_tokens,
-        prompts: args.prompts.as_deref(),
-    };
-    let results = evaluate(&setup, &points, print_result)?;
+    let results = with_host(&args, &args.corpus, &what, |setup| {
+        Ok(evaluate(setup, &points, print_result)?)
+    })?;
     report(&args, &results)
 }
 
@@ -92,7 +75,27 @@ fn run_declarations(args: Args, path: &std::path::Path) -> anyhow::Result<i32> {
         .cloned()
         .collect();
     anyhow::ensure!(!points.is_empty(), "no declaration points selected");
-    let frames = path
+    let what = format!(
+        "{} of {} declaration points (corpus v{})",
+        points.len(),
+        corpus.points.len(),
+        corpus.version
+    );
+    let results = with_host(&args, path, &what, |setup| {
+        Ok(evaluate_declarations(setup, &points, print_result)?)
+    })?;
+    report(&args, &results)
+}
+
+/// Start or reach the model host in the dialect `run` speaks (a llama.cpp host gets the compact
+/// grammar), say what is scored, and score it with the corpus's `frames/` beside `corpus`.
+fn with_host(
+    args: &Args,
+    corpus: &std::path::Path,
+    what: &str,
+    score: impl FnOnce(&EvalSetup<'_>) -> anyhow::Result<Vec<PointResult>>,
+) -> anyhow::Result<Vec<PointResult>> {
+    let frames = corpus
         .parent()
         .map(|p| p.join("frames"))
         .unwrap_or_else(|| PathBuf::from("frames"));
@@ -101,13 +104,7 @@ fn run_declarations(args: Args, path: &std::path::Path) -> anyhow::Result<i32> {
         .probe_for(&args.model.model_name)
         .context("probing the model host")?;
     let client = client.with_kind(caps.kind);
-    println!(
-        "eval: {} of {} declaration points (corpus v{}), host {}",
-        points.len(),
-        corpus.points.len(),
-        corpus.version,
-        client.base_url()
-    );
+    println!("eval: {what}, host {}", client.base_url());
     let setup = EvalSetup {
         client: &client,
         model_name: &args.model.model_name,
@@ -115,8 +112,7 @@ fn run_declarations(args: Args, path: &std::path::Path) -> anyhow::Result<i32> {
         max_tokens: args.max_tokens,
         prompts: args.prompts.as_deref(),
     };
-    let results = evaluate_declarations(&setup, &points, print_result)?;
-    report(&args, &results)
+    score(&setup)
 }
 
 fn print_result(r: &PointResult) {
