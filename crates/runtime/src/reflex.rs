@@ -13,6 +13,9 @@ use gamepilot_executor::{CameraScale, ExecutorConfig, Report};
 use gamepilot_sensor::{Atlas, Evaluator, Expression, RecognitionCache};
 use gamepilot_session::{ExternalStop, Input, ReflexCommand, ReflexStats};
 use gamepilot_vision::{Perceiver, Thumb};
+
+/// Ticks of held input before the test-only reflex panic strikes (half a second at 60 Hz).
+const FAULT_HELD_TICKS: u64 = 30;
 use gamepilot_x11::tracking::BlackFrameCheck;
 use gamepilot_x11::userinput::RawKind;
 use gamepilot_x11::WindowCapturer;
@@ -210,14 +213,23 @@ pub fn run(
     eprintln!("reflex: {}", crate::worker::raise_reflex_priority());
     let panic_at = crate::worker::fault_tick("reflex-panic");
     let block_at = crate::worker::fault_tick("reflex-block");
+    let mut held_ticks = 0u64;
     // A panic in the tick is caught here so that `finish` below still releases everything through our
     // own path (FR-ACT-001) before the thread reports its end.
     let body = std::panic::AssertUnwindSafe(|| loop {
         let tick = core.begin_tick();
-        if panic_at.is_some_and(|n| tick >= n && !d.executor().held().is_empty()) {
+        // The faults strike only once input has been held for half a second, so that a test watching
+        // the X server sees it held first even on a loaded machine.
+        held_ticks = if d.executor().held().is_empty() {
+            0
+        } else {
+            held_ticks + 1
+        };
+        let strike = |at: Option<u64>| at.is_some_and(|n| tick >= n && held_ticks >= FAULT_HELD_TICKS);
+        if strike(panic_at) {
             panic!("injected by GAMEPILOT_FAULT=reflex-panic at tick {tick} while holding input (test-only fault hook)");
         }
-        if block_at.is_some_and(|n| tick >= n && !d.executor().held().is_empty()) {
+        if block_at.is_some_and(|n| tick >= n && held_ticks > 0) {
             // A tick that never returns (as in a blocking call that hangs), while holding input.
             loop {
                 std::thread::sleep(std::time::Duration::from_secs(1));
