@@ -1,7 +1,8 @@
 //! `gamepilot run --move-keys` on the practice game's play field under Xvfb: the
 //! session identifies its avatar from its own probe holds, writes the avatar note, and a `move_to` on a
 //! coin's mark (the scripted host's only decision) is steered by the reflex until the game's own state
-//! counts the coin; nothing is held on the server afterwards.
+//! counts the coin; nothing is held on the server afterwards. A goal check true for one reflex tick only
+//! (`coins > @coins`) still ends the run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
@@ -45,16 +46,10 @@ fn events(dir: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite() {
-    // Self-identification and move_to, FR-ACT-002, FR-GND-006, INV-SAFE-002
-    let mut bed = TestBed::start().unwrap();
-    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
-    let (cx, cy) = (
-        i64::from(arena.window.geometry.w) / 2,
-        i64::from(arena.window.geometry.h) / 2,
-    );
-    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
+/// A host that plans "collect a coin" and, as the model, picks the yellow sprite nearest the player
+/// (at the window centre `cx`, `cy`) for a `move_to`.
+fn coin_seeking_host(cx: i64, cy: i64) -> ScriptedHost {
+    ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
         if req.system_text().contains("deliberative planner") {
             return plan_reply(req, &[("collect a coin", "coins >= 1")]);
         }
@@ -75,7 +70,19 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
             _ => Reply::json(&json!({"action": "wait", "duration_ms": 200})),
         }
     })
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite() {
+    // Self-identification and move_to, FR-ACT-002, FR-GND-006, INV-SAFE-002
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
+    let (cx, cy) = (
+        i64::from(arena.window.geometry.w) / 2,
+        i64::from(arena.window.geometry.h) / 2,
+    );
+    let host = coin_seeking_host(cx, cy);
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("session");
     let spec = RunSpec {
@@ -168,4 +175,46 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
             && e["verdict"] == "confirmed"),
         "a move_to was confirmed:\n{show}"
     );
+}
+
+#[test]
+fn a_goal_check_true_for_one_tick_ends_the_run() {
+    // FR-LOOP-004, sensor-expressions.md `@name`: `coins > @coins` is true only on the one reflex tick the
+    // counter rises; every tick's check reaches the session (a transition is reported at once, not on
+    // the next periodic report), so the run ends on its goal
+    let mut bed = TestBed::start().unwrap();
+    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
+    let (cx, cy) = (
+        i64::from(arena.window.geometry.w) / 2,
+        i64::from(arena.window.geometry.h) / 2,
+    );
+    let host = coin_seeking_host(cx, cy);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("session");
+    let spec = RunSpec {
+        goal: "Collect a coin.",
+        goal_check: "coins > @coins",
+        max_actions: 20,
+        budget_s: 90,
+        grounding: "mark",
+    };
+    let out = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
+        .args(["--move-keys", "w,s,a,d"])
+        .output()
+        .unwrap();
+    let show = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = arena.request_dump().unwrap();
+    let coins = state["coins"].as_u64().unwrap_or(0);
+    assert!(coins >= 1, "coins: {state}\n{show}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the one-tick rise ended the run:\n{show}"
+    );
+    assert!(show.contains("session stopped: GoalMet"), "{show}");
+    eprintln!("figures: one-tick goal check met with {coins} coin(s) collected");
 }

@@ -741,6 +741,8 @@ mod tests {
             focus: Default::default(),
             avatar: None,
             direct: None,
+            direct_words: None,
+            direct_clicked: Vec::new(),
             sensors: None,
         }
     }

@@ -79,7 +79,7 @@ impl Evaluator {
         &self.cur
     }
 
-    /// The previous tick's values (what `@name` reads).
+    /// Each sensor's last reading before this tick (what `@name` reads).
     pub fn previous(&self) -> &[Value] {
         &self.prev
     }
@@ -97,9 +97,15 @@ impl Evaluator {
         self.rects.get(k).copied().flatten()
     }
 
-    /// One reflex tick: this tick's values become the previous ones, then every sensor is evaluated.
+    /// One reflex tick: this tick's defined values become the previous ones (`@name` is a sensor's last
+    /// reading: a counter read asynchronously is undefined on the tick its digits change, so with the
+    /// previous tick's value alone `x > @x` would never see a rise), then every sensor is evaluated.
     pub fn tick(&mut self, ctx: &mut EvalContext<'_>) -> &[Value] {
-        std::mem::swap(&mut self.cur, &mut self.prev);
+        for (prev, cur) in self.prev.iter_mut().zip(&self.cur) {
+            if !matches!(cur, Value::Undefined) {
+                *prev = *cur;
+            }
+        }
         self.ticks += 1;
         let size = ctx.chain.capture_size;
         self.resized_this_tick = false;

@@ -449,12 +449,15 @@ fn worked_example_over_synthetic_frames() {
     assert_eq!(vals(&v)[0], U);
     assert_eq!(vals(&v)[3], U, "progressed is inconclusive, not false");
     assert_eq!(vals(&v)[5], U, "in_menu and not undefined is undefined");
-    // Tick 5: tooltip gone, menu closed: `false and undefined` is false (Kleene), progressed undefined
-    // because @carrot_count was undefined.
+    // Tick 5: tooltip gone, menu closed, a carrot collected meanwhile: @carrot_count is the last
+    // reading (4, before the tooltip), so the rise is seen; not blocked.
     let v = s.tick(&game_frame(5, 0.5, false, false), true);
     assert_eq!(vals(&v)[0], I(5));
-    assert_eq!(vals(&v)[3], U);
+    assert_eq!(vals(&v)[3], B(true));
     assert_eq!(vals(&v)[5], B(false));
+    // Tick 6: unchanged: no progress.
+    let v = s.tick(&game_frame(5, 0.5, false, false), true);
+    assert_eq!(vals(&v)[3], B(false));
 }
 
 #[test]
@@ -474,8 +477,10 @@ fn region_integer_never_blocks_and_is_undefined_until_read() {
         "changed content: undefined, not the stale 3"
     );
     s.cache.fulfil_all_with(&mut BarCounter);
+    // Read: the rise from the last reading (3) is seen on this one tick, though the tick before was
+    // undefined (`x > @x` would never be true otherwise: every change of digits is unread for a tick).
     let v = s.tick(&game_frame(4, 1.0, false, false), false);
-    assert_eq!(vals(&v), vec![I(4), U]);
+    assert_eq!(vals(&v), vec![I(4), B(true)]);
     let v = s.tick(&game_frame(4, 1.0, false, false), false);
     assert_eq!(vals(&v), vec![I(4), B(false)]);
     // digits=2: a reading with more digits is rejected as undefined.

@@ -106,6 +106,93 @@ pub fn direct_target(obs: &Observation, name: &str, excluded: &[ElementId]) -> O
     hits.next().is_none().then_some(first.id)
 }
 
+/// What the current step lets the session click without a model call: the element it names
+/// ([`named_element`]), or else, when the session grounds by the step's words, the element whose whole
+/// label the step's words contain ("Switch to the 16x16 board with 40 mines using the Type menu": first
+/// "Type", then, in the menu it opens, "16x16, 40 mines"). Labels already clicked for the step are not
+/// clicked again: what a click did not finish is the model's choice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirectAim {
+    pub name: Option<String>,
+    /// The step's words, normalised; `None` unless the session grounds by words.
+    pub words: Option<String>,
+    /// Labels (normalised) already clicked for this step.
+    pub clicked: Vec<String>,
+}
+
+impl DirectAim {
+    /// Whether the aim can pick anything at all.
+    pub fn is_some(&self) -> bool {
+        self.name.is_some() || self.words.is_some()
+    }
+
+    /// The element to click and its normalised label: the named one when exactly one carries that
+    /// label, else the one the step's words name (`worded_target`).
+    pub fn target(&self, obs: &Observation, excluded: &[ElementId]) -> Option<(ElementId, String)> {
+        if let Some(name) = self
+            .name
+            .as_deref()
+            .filter(|n| !self.clicked.iter().any(|c| c == n))
+        {
+            if let Some(id) = direct_target(obs, name, excluded) {
+                return Some((id, name.to_string()));
+            }
+        }
+        let words = self.words.as_deref()?;
+        worded_target(obs, words, excluded, &self.clicked)
+    }
+}
+
+/// Words a label made of them alone is never clicked for: they name no particular thing.
+const VAGUE: &[&str] = &[
+    "the", "a", "an", "to", "of", "and", "or", "in", "on", "it", "is", "by", "for",
+];
+
+/// The element whose whole label is among `words` (the step's, normalised) — at least one word of it
+/// with a letter and not vague, never a bare number (a score) — and not `excluded` or already
+/// `clicked`. With one of the game's popups or dialogs open, only its elements. The label with the
+/// most words wins; two different labels as specific, or one label shown twice, is a real choice:
+/// `None`, and the model chooses.
+pub fn worded_target(
+    obs: &Observation,
+    words: &str,
+    excluded: &[ElementId],
+    clicked: &[String],
+) -> Option<(ElementId, String)> {
+    let step: std::collections::HashSet<&str> = words.split(' ').collect();
+    let layered = obs.elements.iter().any(|e| e.layer.is_some());
+    let mut best: Option<(usize, ElementId, String)> = None;
+    let mut tied = false;
+    for e in &obs.elements {
+        if excluded.contains(&e.id) || (layered && e.layer.is_none()) {
+            continue;
+        }
+        let Some(label) = e.label.as_deref().map(normalise).filter(|l| !l.is_empty()) else {
+            continue;
+        };
+        let parts: Vec<&str> = label.split(' ').collect();
+        let named = parts.iter().all(|w| step.contains(w))
+            && parts
+                .iter()
+                .any(|w| w.chars().any(char::is_alphabetic) && w.len() > 1 && !VAGUE.contains(w));
+        if !named || clicked.contains(&label) {
+            continue;
+        }
+        match &best {
+            Some((n, _, _)) if parts.len() < *n => {}
+            Some((n, _, _)) if parts.len() == *n => tied = true,
+            _ => {
+                tied = false;
+                best = Some((parts.len(), e.id, label));
+            }
+        }
+    }
+    if tied {
+        return None;
+    }
+    best.map(|(_, id, label)| (id, label))
+}
+
 /// A step's words as the key of what was clicked for it without a model call (case and spacing aside).
 pub fn step_key(description: &str) -> String {
     description
@@ -216,5 +303,54 @@ mod tests {
             Some(ElementId(3))
         );
         assert_eq!(step_key("Open  the Type menu"), step_key("open the type MENU"));
+    }
+
+    #[test]
+    fn the_steps_words_ground_the_element_whose_whole_label_they_contain() {
+        // sgt-mines: "Switch to the 16x16 board with 40 mines using the Type menu" opens Type, then picks
+        // the popup's "16x16, 40 mines"; a bare number, a vague word or a label with other words is not
+        // named, and two labels as specific are the model's choice
+        let words = normalise("Switch to the 16x16 board with 40 mines using the Type menu");
+        let bar = labelled(&["Game", "Type", "Help", "40", "[0:00] Marked: 0 10"]);
+        assert_eq!(
+            worded_target(&bar, &words, &[], &[]),
+            Some((ElementId(2), "type".to_string()))
+        );
+        assert_eq!(
+            worded_target(&bar, &words, &[], &["type".to_string()]),
+            None,
+            "a label clicked for the step is not clicked again"
+        );
+        let mut open = labelled(&["Game", "Type", "9x9, 10 mines", "16x16, 40 mines", "Custom..."]);
+        for e in &mut open.elements[2..] {
+            e.layer = Some(gamepilot_core::WindowLayer::Popup);
+        }
+        assert_eq!(
+            worded_target(&open, &words, &[], &[]),
+            Some((ElementId(4), "16x16 40 mines".to_string()))
+        );
+        let menu = labelled(&["New Game", "Options", "Quit"]);
+        let start = normalise("Start a new game");
+        assert_eq!(
+            worded_target(&menu, &start, &[], &[]),
+            Some((ElementId(1), "new game".to_string()))
+        );
+        assert_eq!(
+            worded_target(&labelled(&["Game", "New"]), &start, &[], &[]),
+            None,
+            "two one-word labels: a real choice"
+        );
+        assert_eq!(worded_target(&labelled(&["A", "40"]), &words, &[], &[]), None);
+        let aim = DirectAim {
+            name: named_element("Choose the 9x9 board from the Type menu"),
+            words: Some(normalise("Choose the 9x9 board from the Type menu")),
+            clicked: Vec::new(),
+        };
+        assert_eq!(aim.name.as_deref(), Some("9x9 board"));
+        assert_eq!(
+            aim.target(&labelled(&["Game", "Type"]), &[]),
+            Some((ElementId(2), "type".to_string())),
+            "no element is named exactly: the words choose"
+        );
     }
 }

@@ -136,6 +136,12 @@ pub struct TacticalJob {
     /// label, the tick perceives only and the session clicks it without a model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<String>,
+    /// The step's words, when the session grounds by them (`crate::direct::DirectAim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_words: Option<String>,
+    /// Labels already clicked for the step without a model call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub direct_clicked: Vec<String>,
     /// The sensors' line of the observation (`crate::sensors_line`), when there are sensors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sensors: Option<String>,

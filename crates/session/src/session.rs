@@ -120,6 +120,11 @@ pub struct SessionConfig {
     /// replay as made.
     #[serde(default)]
     pub fresh_frames: bool,
+    /// A step's words ground an element whose whole label they contain without a model call
+    /// (`direct::worded_target`), beside the element a step names. Recordings made before this lack the
+    /// field and replay as made.
+    #[serde(default)]
+    pub direct_by_words: bool,
 }
 
 impl Default for SessionConfig {
@@ -146,6 +151,7 @@ impl Default for SessionConfig {
             act_while_planning: true,
             declare: None,
             fresh_frames: true,
+            direct_by_words: true,
         }
     }
 }
@@ -449,8 +455,8 @@ or an \"expression\" over sensors (not play_shown, lines > @lines); later passes
 struct TacticalInFlight {
     tick: u64,
     generation: u64,
-    /// The element the subgoal named when the tick started, and the marks it excluded.
-    direct: Option<(String, Vec<ElementId>)>,
+    /// What the subgoal lets the session click when the tick started, and the marks it excluded.
+    direct: Option<(crate::direct::DirectAim, Vec<ElementId>)>,
     /// What the session planned for the tick when it started.
     job: TacticalJob,
     /// Once its frame is perceived: what the model is being asked about.
@@ -1682,13 +1688,24 @@ impl Session {
                     && tools.contains(&Tool::ClickMark)
                     && (self.cfg.grounding_paths.len() > 1 || path == Some(GroundingPath::Mark)) =>
             {
-                crate::direct::named_element(&d).filter(|name| {
-                    !self
-                        .direct_done
-                        .contains(&(crate::direct::step_key(&d), name.clone()))
-                })
+                let key = crate::direct::step_key(&d);
+                let clicked: Vec<String> = self
+                    .direct_done
+                    .iter()
+                    .filter(|(k, _)| *k == key)
+                    .map(|(_, label)| label.clone())
+                    .collect();
+                crate::direct::DirectAim {
+                    name: crate::direct::named_element(&d).filter(|name| !clicked.contains(name)),
+                    words: self.cfg.direct_by_words.then(|| crate::direct::normalise(&d)),
+                    clicked: if self.cfg.direct_by_words {
+                        clicked
+                    } else {
+                        Vec::new()
+                    },
+                }
             }
-            _ => None,
+            _ => crate::direct::DirectAim::default(),
         };
         let job = TacticalJob {
             tick: self.tactical_tick,
@@ -1714,13 +1731,15 @@ impl Session {
                 self.context.plan().subgoal.as_deref().unwrap_or(""),
             ),
             avatar: self.selfid.avatar().cloned(),
-            direct: direct.clone(),
+            direct: direct.name.clone(),
+            direct_words: direct.words.clone(),
+            direct_clicked: direct.clicked.clone(),
             sensors: sensors_line(&self.numbers.sensors, &self.sensors_at_last_call),
         };
         self.tactical_in_flight = Some(TacticalInFlight {
             tick: self.tactical_tick,
             generation: self.generation,
-            direct: direct.map(|d| (d, self.excluded.clone())),
+            direct: direct.is_some().then(|| (direct, self.excluded.clone())),
             job: job.clone(),
             asking: None,
         });
@@ -1790,10 +1809,13 @@ impl Session {
             self.release_start_pass(now, out);
         }
         // The subgoal names the one element labelled so: the session clicks it without a model call.
-        let direct = job
-            .direct
-            .as_deref()
-            .and_then(|name| crate::direct::direct_target(obs, name, &job.excluded_marks));
+        let direct = crate::direct::DirectAim {
+            name: job.direct.clone(),
+            words: job.direct_words.clone(),
+            clicked: job.direct_clicked.clone(),
+        }
+        .target(obs, &job.excluded_marks)
+        .map(|(mark, _)| mark);
         // A play field that starts the self-identification probe is not shown to the model: its answer
         // would be set aside for the probe's holds (a cold prompt of seconds spent for nothing).
         let probe_first = !job.perceive_only
@@ -2166,8 +2188,8 @@ impl Session {
             return self.step_back(&t.observation, scene, generation, now, out);
         }
         if perceived_only {
-            if let Some((name, excluded)) = direct {
-                return self.ground_direct(&name, &excluded, &t.observation, generation, now, out);
+            if let Some((aim, excluded)) = direct {
+                return self.ground_direct(&aim, &excluded, &t.observation, generation, now, out);
             }
             if let Some(again) = self.recheck.take() {
                 out.push(Effect::Record(SessionRecord::Note {
@@ -2313,19 +2335,18 @@ impl Session {
     /// with no model call, labelled as the session's own grounding.
     fn ground_direct(
         &mut self,
-        name: &str,
+        aim: &crate::direct::DirectAim,
         excluded: &[ElementId],
         obs: &Observation,
         generation: u64,
         now: MonoTime,
         out: &mut Vec<Effect>,
     ) {
-        let Some(mark) = crate::direct::direct_target(obs, name, excluded) else {
+        let Some((mark, name)) = aim.target(obs, excluded) else {
             return;
         };
         if let Some(d) = self.state.status().subgoal_description {
-            self.direct_done
-                .push((crate::direct::step_key(&d), name.to_string()));
+            self.direct_done.push((crate::direct::step_key(&d), name.clone()));
         }
         let reply = TacticalReply::ClickMark {
             mark,
@@ -2335,7 +2356,8 @@ impl Session {
             self.numbers.direct_groundings += 1;
             out.push(Effect::Record(SessionRecord::Note {
                 text: format!(
-                    "grounded without a model call: the subgoal names '{name}', the one element so labelled is mark {mark}"
+                    "grounded without a model call: the subgoal names '{name}', the one element so labelled is mark {mark}{}",
+                    if aim.name.as_deref() == Some(name.as_str()) { "" } else { " (its whole label is in the subgoal's words)" }
                 ),
             }));
             self.act_on(grounded, obs, generation, now, out);
