@@ -339,7 +339,8 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
 
 #[test]
 fn run_switches_mines_to_16x16_from_its_type_menu_in_a_small_window() {
-    // FR-PERC-001, FR-PERC-005, FR-PERC-006: the model opens the menu and picks the item
+    // FR-PERC-001, FR-PERC-005, FR-PERC-006, FR-GND-001: before any plan, the goal's words hold the whole
+    // label "Type" (the session opens the menu without a model call); the model picks the item
     mines_board_from_the_type_menu("open the Type menu, then pick the 16x16 board", false);
 }
 
@@ -400,13 +401,13 @@ fn mines_board_from_the_type_menu(step: &'static str, direct: bool) {
         && e["marks"]
             .as_array()
             .is_some_and(|m| m.iter().any(|m| m["label"] == ITEM && m["layer"] == "popup"))));
-    let by_session = ev.iter().any(|e| {
-        e["kind"] == "note"
-            && e["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("grounded without a model call: the subgoal names 'type'"))
-    });
-    assert_eq!(by_session, direct, "who opened the menu:\n{text}");
+    let opened_by = |how: &str| {
+        ev.iter()
+            .any(|e| e["kind"] == "note" && e["text"].as_str().is_some_and(|t| t.starts_with(how)))
+    };
+    let named = opened_by("grounded without a model call: the subgoal names 'type'");
+    let worded = opened_by("grounded without a model call: the subgoal's words hold the whole label 'type'");
+    assert_eq!((named, worded), (direct, !direct), "who opened the menu:\n{text}");
     assert!(x.server_held().unwrap().is_empty());
 }
 

@@ -92,7 +92,7 @@ fn plan(req: &ReceivedChat) -> Reply {
         let mut reply = gamepilot_testbed::plan_value(
             req,
             &[
-                ("go back and choose Play", "in_play"),
+                ("return to the main screen and choose Play", "in_play"),
                 ("pick up one coin", "coins >= 1"),
             ],
         );
@@ -247,8 +247,9 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
         .count();
     assert!(replans >= 1, "{text}");
     assert!(
-        ev.iter()
-            .any(|e| e.to_string().contains("go back and choose Play")),
+        ev.iter().any(|e| e
+            .to_string()
+            .contains("return to the main screen and choose Play")),
         "the replan's plan was adopted"
     );
     // Research: the planner's question, sent to the loopback search engine; the second research is deep,

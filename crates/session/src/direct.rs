@@ -193,6 +193,35 @@ pub fn worded_target(
     best.map(|(_, id, label)| (id, label))
 }
 
+/// Words that make a step a matter of keys or of the cursor, never a click ("move the menu cursor down to
+/// Graphics" is three presses of Down, not a click on Graphics).
+const NOT_A_CLICK: &[&str] = &[
+    "cursor",
+    "highlight",
+    "highlighted",
+    "key",
+    "keys",
+    "keyboard",
+    "arrow",
+    "arrows",
+    "scroll",
+    "hover",
+    "drag",
+    "hold",
+    "holding",
+    "down",
+    "up",
+    "left",
+    "right",
+];
+
+/// A step's words, normalised, for [`worded_target`]; `None` when the step speaks of keys or the cursor
+/// (see [`NOT_A_CLICK`]): what it names is where the cursor goes, not what to click.
+pub fn clickable_words(step: &str) -> Option<String> {
+    let words = normalise(step);
+    (!words.split(' ').any(|w| NOT_A_CLICK.contains(&w))).then_some(words)
+}
+
 /// A step's words as the key of what was clicked for it without a model call (case and spacing aside).
 pub fn step_key(description: &str) -> String {
     description
@@ -303,6 +332,19 @@ mod tests {
             Some(ElementId(3))
         );
         assert_eq!(step_key("Open  the Type menu"), step_key("open the type MENU"));
+    }
+
+    #[test]
+    fn a_step_about_keys_or_the_cursor_is_not_grounded_by_its_words() {
+        assert_eq!(clickable_words("Move the menu cursor down to Graphics."), None);
+        assert_eq!(
+            clickable_words("Press the Down arrow until Options is highlighted"),
+            None
+        );
+        assert_eq!(
+            clickable_words("Start a new game").as_deref(),
+            Some("start a new game")
+        );
     }
 
     #[test]

@@ -1697,7 +1697,11 @@ impl Session {
                     .collect();
                 crate::direct::DirectAim {
                     name: crate::direct::named_element(&d).filter(|name| !clicked.contains(name)),
-                    words: self.cfg.direct_by_words.then(|| crate::direct::normalise(&d)),
+                    words: self
+                        .cfg
+                        .direct_by_words
+                        .then(|| crate::direct::clickable_words(&d))
+                        .flatten(),
                     clicked: if self.cfg.direct_by_words {
                         clicked
                     } else {
@@ -2355,10 +2359,11 @@ impl Session {
         if let Some(grounded) = self.ground(&reply, obs, false, generation, now) {
             self.numbers.direct_groundings += 1;
             out.push(Effect::Record(SessionRecord::Note {
-                text: format!(
-                    "grounded without a model call: the subgoal names '{name}', the one element so labelled is mark {mark}{}",
-                    if aim.name.as_deref() == Some(name.as_str()) { "" } else { " (its whole label is in the subgoal's words)" }
-                ),
+                text: if aim.name.as_deref() == Some(name.as_str()) {
+                    format!("grounded without a model call: the subgoal names '{name}', the one element so labelled is mark {mark}")
+                } else {
+                    format!("grounded without a model call: the subgoal's words hold the whole label '{name}' of mark {mark}")
+                },
             }));
             self.act_on(grounded, obs, generation, now, out);
         }
