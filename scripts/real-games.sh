@@ -26,6 +26,16 @@ practice=""
 width_of() { xwininfo -display "$2" -id "$1" 2>/dev/null | sed -n 's/^ *Width: //p'; }
 height_of() { xwininfo -display "$2" -id "$1" 2>/dev/null | sed -n 's/^ *Height: //p'; }
 
+# popups_shown DISPLAY: how many override-redirect windows (menus, tooltips) are on screen.
+popups_shown() {
+  local n=0 c
+  for c in $(xwininfo -display "$1" -root -children 2>/dev/null | awk '/^ +0x/ { print $1 }'); do
+    xwininfo -display "$1" -id "$c" 2>/dev/null | grep -q 'Override Redirect State: yes' \
+      && xwininfo -display "$1" -id "$c" 2>/dev/null | grep -q 'IsViewable' && n=$((n + 1))
+  done
+  echo "$n"
+}
+
 # watch_dialogs PID DISPLAY FILE: every half second, one line with how many visible windows named like a
 # dialog (an "About" box, a "configuration" dialog) the game has, until killed.
 watch_dialogs() {
@@ -60,7 +70,7 @@ play() {
   if [ -z "$win" ]; then
     verdict="no window"
   else
-    before_w=$(width_of "$win" "$d"); before_h=$(height_of "$win" "$d")
+    before_w=$(width_of "$win" "$d"); before_h=$(height_of "$win" "$d"); before_popups=$(popups_shown "$d")
     before_pixels="$out_dir/$name.before"
     dialogs="$out_dir/$name.dialogs"
     python3 scripts/judge.py snap "$d" "$win" "$before_pixels"
@@ -74,6 +84,7 @@ play() {
     sleep 0.6
     kill "$watcher" 2>/dev/null
     wait "$watcher" 2>/dev/null
+    judged_pid=$game
     if "$judge" "$win" "$d" >"$out_dir/$name.judge" 2>&1; then verdict=reached; fi
   fi
   local took=$((SECONDS - start)) stop actions calls direct
@@ -103,8 +114,15 @@ arena_state="$out_dir/arena.state"
 arena_started() { tail -n 1 "$arena_state" 2>/dev/null | grep -q '"screen":"play"'; }
 board_wider() { [ "$(width_of "$1" "$2")" -gt $((before_w + 100)) ]; }
 board_changed() { [ "$(height_of "$1" "$2")" != "$before_h" ] || [ "$(width_of "$1" "$2")" != "$before_w" ]; }
-# The same size, and a new board: at least a tenth of the window's pixels differ from before the run.
-board_redrawn() { python3 scripts/judge.py changed "$2" "$1" "$before_pixels" 0.1; }
+# None of the game's menus or dialogs open (they would count as a changed board), the same size, and a
+# new board: at least a tenth of the window's pixels differ from before the run (a fiftieth for a board
+# of thin lines).
+only_the_window() {
+  [ "$(DISPLAY=$2 xdotool search --onlyvisible --pid "$judged_pid" 2>/dev/null | wc -l)" -le 1 ] \
+    && [ "$(popups_shown "$2")" -le "$before_popups" ]
+}
+board_redrawn() { only_the_window "$@" && python3 scripts/judge.py changed "$2" "$1" "$before_pixels" 0.1; }
+lines_redrawn() { only_the_window "$@" && python3 scripts/judge.py changed "$2" "$1" "$before_pixels" 0.02; }
 # A move made: the puzzle's status bar counts at least one ("Moves: 1").
 moved() {
   local n
@@ -137,7 +155,7 @@ play pegs "Choose the Octagon board from the Type menu" board_redrawn \
   /usr/games/sgt-pegs
 # Start a game: an arcade game's key-driven menu, a puzzle's Game menu.
 play ltris "Start a new game" ltris_started /usr/games/ltris
-play untangle "Start a new game from the Game menu" board_redrawn \
+play untangle "Start a new game from the Game menu" lines_redrawn \
   /usr/games/sgt-untangle
 # Make a first move: by a click, by a click on the board's edge, by an arrow key.
 play fifteen-move "Make a first move: slide a tile next to the empty space into it" moved \

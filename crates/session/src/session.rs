@@ -1475,18 +1475,52 @@ impl Session {
             .map_or(self.cfg.goal.as_str(), String::as_str)
     }
 
-    /// A frame perceived at `seen` (after the goal check read true) releases the second look it waits for.
-    fn release_goal_look(&mut self, seen: MonoTime, now: MonoTime, out: &mut Vec<Effect>) {
-        let Some(since) = self.goal_look_wanted else {
-            return;
-        };
+    /// A frame perceived at `seen` (after the goal check read true) releases the second look it waits for
+    /// — unless that frame shows the goal unfinished: an element the goal's words name and no action of
+    /// this session clicked yet ("Start Game" after "New Game" opened a game's setup menu; the board size
+    /// in the menu "Type" opened), whose aim is returned to be clicked first, or one of the game's menus
+    /// still open (a menu is a way to a goal, never its end). A small model's check that a clicked item
+    /// is gone reads true on both; its second look agreed every time we measured.
+    fn release_goal_look(
+        &mut self,
+        seen: MonoTime,
+        obs: &Observation,
+        out: &mut Vec<Effect>,
+        now: MonoTime,
+    ) -> Option<crate::direct::DirectAim> {
+        let since = self.goal_look_wanted?;
         if seen < since || self.goal_look.is_some() {
-            return;
+            return None;
         }
         self.goal_look_wanted = None;
-        if let Some(source) = self.agent_goal.as_ref().map(|g| g.source.clone()) {
-            self.start_goal_look(&source, now, out);
+        let source = self.agent_goal.as_ref().map(|g| g.source.clone())?;
+        let aim = crate::direct::DirectAim {
+            name: None,
+            words: crate::direct::clickable_words(self.step_focus()),
+            clicked: self.direct_done.iter().map(|(_, label)| label.clone()).collect(),
+        };
+        if let Some((mark, label)) = aim.target(obs, &self.excluded) {
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "the goal check `{source}` reads true, but the screen still offers '{label}' (mark {mark}), which the goal's words name: not done yet, clicked first"
+                ),
+            }));
+            return Some(aim);
         }
+        if obs
+            .elements
+            .iter()
+            .any(|e| e.layer == Some(gamepilot_core::WindowLayer::Popup))
+        {
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "the goal check `{source}` reads true with one of the game's menus open: not done yet (asked again after the next action)"
+                ),
+            }));
+            return None;
+        }
+        self.start_goal_look(&source, now, out);
+        None
     }
 
     /// Ask one more deliberative look at the current observation (and picture, where the host sees
@@ -2110,7 +2144,7 @@ impl Session {
             self.context.commit_tactical(tail);
         }
         self.context.end_tick(ObservationText::new(t.started, text));
-        self.release_goal_look(t.started, now, out);
+        let unfinished = self.release_goal_look(t.started, &t.observation, out, now);
         let signature = observation_signature(&t.observation);
         // The suppression list is what this observation's tick says; an absent Exclude means none
         // (FR-GND-007: suppression expires after its bound).
@@ -2190,6 +2224,9 @@ impl Session {
                 }));
             }
             return self.step_back(&t.observation, scene, generation, now, out);
+        }
+        if let Some(aim) = unfinished.filter(|_| self.actions.is_empty()) {
+            return self.ground_direct(&aim, &[], &t.observation, generation, now, out);
         }
         if perceived_only {
             if let Some((aim, excluded)) = direct {
@@ -2349,9 +2386,13 @@ impl Session {
         let Some((mark, name)) = aim.target(obs, excluded) else {
             return;
         };
-        if let Some(d) = self.state.status().subgoal_description {
-            self.direct_done.push((crate::direct::step_key(&d), name.clone()));
-        }
+        let step = self
+            .state
+            .status()
+            .subgoal_description
+            .unwrap_or_else(|| self.step_focus().to_string());
+        self.direct_done
+            .push((crate::direct::step_key(&step), name.clone()));
         let reply = TacticalReply::ClickMark {
             mark,
             button: gamepilot_core::MouseButton::Left,

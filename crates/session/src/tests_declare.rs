@@ -524,3 +524,109 @@ fn a_step_whose_check_is_refused_ends_where_the_goal_does() {
         .render();
     assert!(next.contains("mark [2] shows no number to read"), "{next}");
 }
+
+/// A screen of labelled text elements, each given as (id, label, x, y); `popup` puts them in one of the
+/// game's open menus.
+fn labelled_screen(items: &[(u32, &str, i32, i32)], popup: bool) -> gamepilot_vision::Observation {
+    use gamepilot_vision::{Element, ElementSource};
+    gamepilot_vision::Observation {
+        at: MonoTime::ZERO,
+        frame_size: Size::new(1280, 720),
+        class: FrameChange::Scene,
+        texts: Vec::new(),
+        elements: items
+            .iter()
+            .map(|&(id, label, x, y)| Element {
+                id: ElementId(id),
+                bbox: Rect::new(x, y, 120, 30),
+                confidence: 0.9,
+                source: ElementSource::Text,
+                label: Some(label.into()),
+                looks: None,
+                layer: popup.then_some(gamepilot_core::WindowLayer::Popup),
+                selected: false,
+            })
+            .collect(),
+    }
+}
+
+/// The goal's check turned true after a click on Play; returns the effects of that reading and the time.
+fn check_true_after_a_click(s: &mut Session) -> (Vec<Effect>, u64) {
+    let job = first_pass(s);
+    let fx = s.step(plan_input(job.pass, job.first_id, play_declared()), ms(200));
+    let tick = tactical_jobs(&fx)
+        .first()
+        .map(|j| j.tick)
+        .expect("the plan's first tick");
+    s.step(Input::Reflex(goal_report(10, false)), ms(250));
+    let fx = s.answer(outcome(tick, menu(), click_mark(1)), ms(400));
+    let (click, _, _) = submits(&fx)[0].clone();
+    s.step(Input::ActionAccepted { action: click }, ms(410));
+    ended(s, click, ms(600));
+    (s.step(Input::Reflex(goal_report(40, true)), ms(700)), 700)
+}
+
+#[test]
+fn a_goal_check_true_while_the_screen_still_offers_what_the_goal_names_clicks_that_first() {
+    // FR-LOOP-004, FR-GND-001: "New Game" gone is not "a new game started" while the next screen offers
+    // "Start Game"; the session clicks it (no model call) before any second look is asked.
+    let cfg = SessionConfig {
+        goal: "Start a new game".into(),
+        ..declaring()
+    };
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let (fx, mut t) = check_true_after_a_click(&mut s);
+    let job = match tactical_jobs(&fx).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(&mut s, &mut t),
+    };
+    t += 100;
+    let setup = labelled_screen(&[(30, "Start Game", 100, 200), (31, "Back", 100, 400)], false);
+    let fx = s.answer(outcome(job.tick, setup, wait_reply()), ms(t));
+    assert!(
+        look_in(&fx).is_none(),
+        "no second look while the goal's words name a mark: {fx:#?}"
+    );
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| n.contains("still offers 'start game' (mark 30)")),
+        "{fx:#?}"
+    );
+    let clicks = submits(&fx);
+    assert_eq!(clicks.len(), 1, "the session clicks it: {fx:#?}");
+    assert!(
+        matches!(clicks[0].1, Action::Click { x: 160, y: 215, .. }),
+        "{:?}",
+        clicks[0].1
+    );
+    assert!(s.stopped().is_none());
+}
+
+#[test]
+fn a_goal_check_true_with_a_menu_open_asks_no_second_look() {
+    // FR-LOOP-004: a menu is a way to a goal, never its end (the small model's "Type gone" read true as
+    // soon as the Type menu opened, and its second look agreed).
+    let cfg = SessionConfig {
+        goal: "Choose the biggest board".into(),
+        ..declaring()
+    };
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let (fx, mut t) = check_true_after_a_click(&mut s);
+    let job = match tactical_jobs(&fx).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(&mut s, &mut t),
+    };
+    t += 100;
+    let menu_open = labelled_screen(&[(40, "9x9, 10 mines", 0, 20), (41, "Custom...", 0, 50)], true);
+    let fx = s.answer(outcome(job.tick, menu_open, wait_reply()), ms(t));
+    assert!(look_in(&fx).is_none(), "{fx:#?}");
+    assert!(notes(&fx)
+        .iter()
+        .any(|n| n.contains("with one of the game's menus open: not done yet")));
+    assert!(
+        submits(&fx).is_empty(),
+        "nothing the goal names is clicked: {fx:#?}"
+    );
+    assert!(s.stopped().is_none());
+}
