@@ -73,9 +73,21 @@ fn coin_seeking_host(cx: i64, cy: i64) -> ScriptedHost {
     .unwrap()
 }
 
-#[test]
-fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite() {
-    // Self-identification and move_to, FR-ACT-002, FR-GND-006, INV-SAFE-002
+/// The practice game in play, a coin-seeking scripted host, and `gamepilot run` to collect a coin with
+/// `goal_check`: the test bed and game (kept alive for the game's state), the recording and what ran.
+struct CoinRun {
+    bed: TestBed,
+    arena: Arena,
+    /// The window's centre, where the player sprite is drawn.
+    centre: (i64, i64),
+    host: ScriptedHost,
+    _dir: tempfile::TempDir,
+    rec: std::path::PathBuf,
+    out: std::process::Output,
+    show: String,
+}
+
+fn collect_a_coin(goal_check: &'static str) -> CoinRun {
     let mut bed = TestBed::start().unwrap();
     let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
     let (cx, cy) = (
@@ -87,7 +99,7 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
     let rec = dir.path().join("session");
     let spec = RunSpec {
         goal: "Collect a coin.",
-        goal_check: "coins >= 1",
+        goal_check,
         max_actions: 20,
         budget_s: 90,
         grounding: "mark",
@@ -101,6 +113,31 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    CoinRun {
+        bed,
+        arena,
+        centre: (cx, cy),
+        host,
+        _dir: dir,
+        rec,
+        out,
+        show,
+    }
+}
+
+#[test]
+fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite() {
+    // Self-identification and move_to, FR-ACT-002, FR-GND-006, INV-SAFE-002
+    let CoinRun {
+        bed,
+        arena,
+        centre: (cx, cy),
+        host,
+        rec,
+        out,
+        show,
+        ..
+    } = collect_a_coin("coins >= 1");
     let ev = events(&rec);
     if let Ok(keep) = std::env::var("GAMEPILOT_KEEP_EVENTS") {
         let _ = std::fs::copy(rec.join("events.jsonl"), keep);
@@ -182,31 +219,7 @@ fn a_goal_check_true_for_one_tick_ends_the_run() {
     // FR-LOOP-004, sensor-expressions.md `@name`: `coins > @coins` is true only on the one reflex tick the
     // counter rises; every tick's check reaches the session (a transition is reported at once, not on
     // the next periodic report), so the run ends on its goal
-    let mut bed = TestBed::start().unwrap();
-    let arena = Arena::launch(&mut bed, &ArenaOptions::playing()).unwrap();
-    let (cx, cy) = (
-        i64::from(arena.window.geometry.w) / 2,
-        i64::from(arena.window.geometry.h) / 2,
-    );
-    let host = coin_seeking_host(cx, cy);
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("session");
-    let spec = RunSpec {
-        goal: "Collect a coin.",
-        goal_check: "coins > @coins",
-        max_actions: 20,
-        budget_s: 90,
-        grounding: "mark",
-    };
-    let out = run_command(&bed.display, arena.window.id, &host.base_url(), &spec, &rec)
-        .args(["--move-keys", "w,s,a,d"])
-        .output()
-        .unwrap();
-    let show = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let CoinRun { arena, out, show, .. } = collect_a_coin("coins > @coins");
     let state = arena.request_dump().unwrap();
     let coins = state["coins"].as_u64().unwrap_or(0);
     assert!(coins >= 1, "coins: {state}\n{show}");

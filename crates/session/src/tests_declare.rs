@@ -550,6 +550,17 @@ fn labelled_screen(items: &[(u32, &str, i32, i32)], popup: bool) -> gamepilot_vi
     }
 }
 
+/// The goal's check turned true after a click on Play, then the next tactical tick perceives `frame`
+/// (no model call): the effects of that perception.
+fn next_frame_after_the_check(s: &mut Session, frame: gamepilot_vision::Observation) -> Vec<Effect> {
+    let (fx, mut t) = check_true_after_a_click(s);
+    let job = match tactical_jobs(&fx).first() {
+        Some(j) => (*j).clone(),
+        None => next_job(s, &mut t),
+    };
+    s.answer(outcome(job.tick, frame, wait_reply()), ms(t + 100))
+}
+
 /// The goal's check turned true after a click on Play; returns the effects of that reading and the time.
 fn check_true_after_a_click(s: &mut Session) -> (Vec<Effect>, u64) {
     let job = first_pass(s);
@@ -575,14 +586,8 @@ fn a_goal_check_true_while_the_screen_still_offers_what_the_goal_names_clicks_th
         ..declaring()
     };
     let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
-    let (fx, mut t) = check_true_after_a_click(&mut s);
-    let job = match tactical_jobs(&fx).first() {
-        Some(j) => (*j).clone(),
-        None => next_job(&mut s, &mut t),
-    };
-    t += 100;
     let setup = labelled_screen(&[(30, "Start Game", 100, 200), (31, "Back", 100, 400)], false);
-    let fx = s.answer(outcome(job.tick, setup, wait_reply()), ms(t));
+    let fx = next_frame_after_the_check(&mut s, setup);
     assert!(
         look_in(&fx).is_none(),
         "no second look while the goal's words name a mark: {fx:#?}"
@@ -612,14 +617,8 @@ fn a_goal_check_true_with_a_menu_open_asks_no_second_look() {
         ..declaring()
     };
     let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
-    let (fx, mut t) = check_true_after_a_click(&mut s);
-    let job = match tactical_jobs(&fx).first() {
-        Some(j) => (*j).clone(),
-        None => next_job(&mut s, &mut t),
-    };
-    t += 100;
     let menu_open = labelled_screen(&[(40, "9x9, 10 mines", 0, 20), (41, "Custom...", 0, 50)], true);
-    let fx = s.answer(outcome(job.tick, menu_open, wait_reply()), ms(t));
+    let fx = next_frame_after_the_check(&mut s, menu_open);
     assert!(look_in(&fx).is_none(), "{fx:#?}");
     assert!(notes(&fx)
         .iter()
