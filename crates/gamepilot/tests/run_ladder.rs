@@ -101,7 +101,7 @@ fn plan(req: &ReceivedChat) -> Reply {
     }
     gamepilot_testbed::plan_reply(
         req,
-        &[("start the game", "in_play"), ("collect a coin", "coins >= 1")],
+        &[("get into the game", "in_play"), ("collect a coin", "coins >= 1")],
     )
 }
 

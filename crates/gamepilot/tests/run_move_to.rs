@@ -128,6 +128,8 @@ fn collect_a_coin(goal_check: &'static str) -> CoinRun {
 #[test]
 fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite() {
     // Self-identification and move_to, FR-ACT-002, FR-GND-006, INV-SAFE-002
+    // Bound whole: the test bed, the game and the recording's folder live to the end of the test.
+    let run = collect_a_coin("coins >= 1");
     let CoinRun {
         bed,
         arena,
@@ -137,8 +139,9 @@ fn move_to_a_coins_mark_collects_it_and_the_avatar_note_names_the_player_sprite(
         out,
         show,
         ..
-    } = collect_a_coin("coins >= 1");
-    let ev = events(&rec);
+    } = &run;
+    let (cx, cy) = (*cx, *cy);
+    let ev = events(rec);
     if let Ok(keep) = std::env::var("GAMEPILOT_KEEP_EVENTS") {
         let _ = std::fs::copy(rec.join("events.jsonl"), keep);
     }
@@ -219,7 +222,8 @@ fn a_goal_check_true_for_one_tick_ends_the_run() {
     // FR-LOOP-004, sensor-expressions.md `@name`: `coins > @coins` is true only on the one reflex tick the
     // counter rises; every tick's check reaches the session (a transition is reported at once, not on
     // the next periodic report), so the run ends on its goal
-    let CoinRun { arena, out, show, .. } = collect_a_coin("coins > @coins");
+    let run = collect_a_coin("coins > @coins");
+    let CoinRun { arena, out, show, .. } = &run;
     let state = arena.request_dump().unwrap();
     let coins = state["coins"].as_u64().unwrap_or(0);
     assert!(coins >= 1, "coins: {state}\n{show}");

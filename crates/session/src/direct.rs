@@ -143,6 +143,15 @@ impl DirectAim {
     }
 }
 
+/// Words a menu uses for what a person names in other words: "Start a game" is "Play" on a menu with no
+/// "Start" (the practice game's model clicked its title instead). What else the label says must still be
+/// in the step's words, and the label with most words wins ("Start Game" over "Play").
+const SAME_MEANING: &[&[&str]] = &[
+    &["start", "begin", "play"],
+    &["quit", "exit"],
+    &["options", "settings", "preferences"],
+];
+
 /// Words a label made of them alone is never clicked for: they name no particular thing.
 const VAGUE: &[&str] = &[
     "the", "a", "an", "to", "of", "and", "or", "in", "on", "it", "is", "by", "for",
@@ -160,6 +169,12 @@ pub fn worded_target(
     clicked: &[String],
 ) -> Option<(ElementId, String)> {
     let step: std::collections::HashSet<&str> = words.split(' ').collect();
+    let said = |w: &str| {
+        step.contains(w)
+            || SAME_MEANING
+                .iter()
+                .any(|group| group.contains(&w) && group.iter().any(|g| step.contains(g)))
+    };
     let layered = obs.elements.iter().any(|e| e.layer.is_some());
     let mut best: Option<(usize, ElementId, String)> = None;
     let mut tied = false;
@@ -171,7 +186,7 @@ pub fn worded_target(
             continue;
         };
         let parts: Vec<&str> = label.split(' ').collect();
-        let named = parts.iter().all(|w| step.contains(w))
+        let named = parts.iter().all(|w| said(w))
             && parts
                 .iter()
                 .any(|w| w.chars().any(char::is_alphabetic) && w.len() > 1 && !VAGUE.contains(w));
@@ -332,6 +347,19 @@ mod tests {
             Some(ElementId(3))
         );
         assert_eq!(step_key("Open  the Type menu"), step_key("open the type MENU"));
+    }
+
+    #[test]
+    fn a_menus_word_for_what_the_step_names_in_other_words_is_grounded() {
+        let obs = labelled(&["PRACTICE ARENA", "Play", "Options", "Quit"]);
+        let play = worded_target(&obs, &normalise("Start a game from the menu"), &[], &[]);
+        assert_eq!(play.map(|(_, l)| l).as_deref(), Some("play"));
+        let settings = worded_target(&obs, &normalise("open the settings"), &[], &[]);
+        assert_eq!(settings.map(|(_, l)| l).as_deref(), Some("options"));
+        // "Start Game" says more of the step than "Play": the label with most words wins.
+        let both = labelled(&["Start Game", "Play"]);
+        let start = worded_target(&both, &normalise("start the game"), &[], &[]);
+        assert_eq!(start.map(|(_, l)| l).as_deref(), Some("start game"));
     }
 
     #[test]

@@ -2226,7 +2226,10 @@ impl Session {
             return self.step_back(&t.observation, scene, generation, now, out);
         }
         if let Some(aim) = unfinished.filter(|_| self.actions.is_empty()) {
-            return self.ground_direct(&aim, &[], &t.observation, generation, now, out);
+            // The step whose check read true was completed by it: the click needs a subgoal to belong to.
+            if self.adopt_goal_as_subgoal(true, now, out) {
+                return self.ground_direct(&aim, &[], &t.observation, generation, now, out);
+            }
         }
         if perceived_only {
             if let Some((aim, excluded)) = direct {
@@ -3309,6 +3312,13 @@ impl Session {
     /// cadence never waits for a plan; a goal that names its first step — "click Play, then …" — is
     /// grounded without a model call). True when a subgoal is active afterwards.
     fn act_on_goal_meanwhile(&mut self, now: MonoTime, out: &mut Vec<Effect>) -> bool {
+        self.adopt_goal_as_subgoal(false, now, out)
+    }
+
+    /// [`Self::act_on_goal_meanwhile`]; `unfinished` when the goal's check reads true on a screen that
+    /// still offers what the goal names: the check's own postcondition is then taken though it reads
+    /// true (no other is false), so the session's click on it belongs to a subgoal.
+    fn adopt_goal_as_subgoal(&mut self, unfinished: bool, now: MonoTime, out: &mut Vec<Effect>) -> bool {
         if !self.cfg.act_while_planning {
             return false;
         }
@@ -3328,7 +3338,13 @@ impl Session {
             &self.cfg.postconditions,
             id,
             budget,
-            |s| self.postcondition_value(s),
+            |s| {
+                if unfinished {
+                    None
+                } else {
+                    self.postcondition_value(s)
+                }
+            },
         ) else {
             return false;
         };

@@ -28,6 +28,8 @@ fn config() -> SessionConfig {
         tactical_interval_ms: 0,
         // Most tests drive the plan themselves; acting while planning has tests of its own.
         act_while_planning: false,
+        // Most tests script the model's choice; grounding by a step's words has tests of its own.
+        direct_by_words: false,
         ..SessionConfig::default()
     }
 }

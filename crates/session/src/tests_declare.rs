@@ -11,6 +11,7 @@ fn declaring() -> SessionConfig {
     SessionConfig {
         postconditions: Vec::new(),
         act_while_planning: true,
+        direct_by_words: true,
         declare: Some(DeclareConfig {
             sensor_source: String::new(),
             declared_size: Size::new(1280, 720),
