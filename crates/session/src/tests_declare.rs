@@ -551,15 +551,21 @@ fn labelled_screen(items: &[(u32, &str, i32, i32)], popup: bool) -> gamepilot_vi
     }
 }
 
-/// The goal's check turned true after a click on Play, then the next tactical tick perceives `frame`
-/// (no model call): the effects of that perception.
-fn next_frame_after_the_check(s: &mut Session, frame: gamepilot_vision::Observation) -> Vec<Effect> {
-    let (fx, mut t) = check_true_after_a_click(s);
+/// A declaring session for `goal` whose check turned true after a click on Play, then whose next
+/// tactical tick perceives `frame` (no model call): the session and the effects of that perception.
+fn next_frame_after_the_check(goal: &str, frame: gamepilot_vision::Observation) -> (Session, Vec<Effect>) {
+    let cfg = SessionConfig {
+        goal: goal.into(),
+        ..declaring()
+    };
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let (fx, mut t) = check_true_after_a_click(&mut s);
     let job = match tactical_jobs(&fx).first() {
         Some(j) => (*j).clone(),
-        None => next_job(s, &mut t),
+        None => next_job(&mut s, &mut t),
     };
-    s.answer(outcome(job.tick, frame, wait_reply()), ms(t + 100))
+    let fx = s.answer(outcome(job.tick, frame, wait_reply()), ms(t + 100));
+    (s, fx)
 }
 
 /// The goal's check turned true after a click on Play; returns the effects of that reading and the time.
@@ -582,13 +588,8 @@ fn check_true_after_a_click(s: &mut Session) -> (Vec<Effect>, u64) {
 fn a_goal_check_true_while_the_screen_still_offers_what_the_goal_names_clicks_that_first() {
     // FR-LOOP-004, FR-GND-001: "New Game" gone is not "a new game started" while the next screen offers
     // "Start Game"; the session clicks it (no model call) before any second look is asked.
-    let cfg = SessionConfig {
-        goal: "Start a new game".into(),
-        ..declaring()
-    };
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
     let setup = labelled_screen(&[(30, "Start Game", 100, 200), (31, "Back", 100, 400)], false);
-    let fx = next_frame_after_the_check(&mut s, setup);
+    let (s, fx) = next_frame_after_the_check("Start a new game", setup);
     assert!(
         look_in(&fx).is_none(),
         "no second look while the goal's words name a mark: {fx:#?}"
@@ -613,13 +614,8 @@ fn a_goal_check_true_while_the_screen_still_offers_what_the_goal_names_clicks_th
 fn a_goal_check_true_with_a_menu_open_asks_no_second_look() {
     // FR-LOOP-004: a menu is a way to a goal, never its end (the small model's "Type gone" read true as
     // soon as the Type menu opened, and its second look agreed).
-    let cfg = SessionConfig {
-        goal: "Choose the biggest board".into(),
-        ..declaring()
-    };
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
     let menu_open = labelled_screen(&[(40, "9x9, 10 mines", 0, 20), (41, "Custom...", 0, 50)], true);
-    let fx = next_frame_after_the_check(&mut s, menu_open);
+    let (s, fx) = next_frame_after_the_check("Choose the biggest board", menu_open);
     assert!(look_in(&fx).is_none(), "{fx:#?}");
     assert!(notes(&fx)
         .iter()
