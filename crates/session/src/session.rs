@@ -2228,7 +2228,9 @@ impl Session {
         if let Some(aim) = unfinished.filter(|_| self.actions.is_empty()) {
             // The step whose check read true was completed by it: the click needs a subgoal to belong to.
             if self.adopt_goal_as_subgoal(true, now, out) {
-                return self.ground_direct(&aim, &[], &t.observation, generation, now, out);
+                // The marks the aim was found among: a refuted mark stays excluded.
+                let excluded = self.excluded.clone();
+                return self.ground_direct(&aim, &excluded, &t.observation, generation, now, out);
             }
         }
         if perceived_only {
