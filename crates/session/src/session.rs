@@ -968,6 +968,13 @@ impl Session {
                 Command::StartDeliberation { pass, trigger } => {
                     self.numbers.deliberative_passes += 1;
                     self.deliberation = Some((pass, trigger, false));
+                    // A second look or a step's check waiting for the deliberative host goes first: the
+                    // host serves one request at a time, and a plan asked meanwhile held the demo's look
+                    // back until its time was spent (the look's answer may make the plan moot).
+                    if trigger != Trigger::Start && self.host_wanted() {
+                        self.deferred_pass = Some((pass, trigger));
+                        continue;
+                    }
                     // The start pass plans from the first screen: with the goal acted on meanwhile, its
                     // job is composed once that screen is perceived (a tactical tick away).
                     if trigger == Trigger::Start
@@ -1652,6 +1659,13 @@ impl Session {
             .last_tactical_start
             .is_none_or(|t| now.since(t).as_millis() as u64 >= self.cfg.tactical_interval_ms);
         if self.tactical_in_flight.is_some()
+            // While a second look judges whether the goal is done, or the next step's check is being
+            // declared, nothing is acted on: the goal may be met; a step's check must be false when
+            // declared (a coin collected meanwhile made the demo's `coins > 0` already true); and the
+            // deliberative host, niced below the tactical one, answered neither within its 30 s while the
+            // tactical host's calls took the 2 cores.
+            || self.goal_look.is_some()
+            || self.step_check.is_some()
             || self.held.is_some()
             || self.user_paused.is_some()
             || self.behind.is_some()

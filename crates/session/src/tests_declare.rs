@@ -241,11 +241,11 @@ fn look_on_fresh_frame(s: &mut Session, t: &mut u64, before: &[Effect]) -> (Deli
     (look, fx)
 }
 
-#[test]
-fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_frame_step_by_step() {
-    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
-    let job = first_pass(&mut s);
-    let fx = s.step(plan_input(job.pass, job.first_id, play_declared()), ms(200));
+/// A declaring session whose check `not play_shown` turned true after its click on Play: the second
+/// look it asked on the next frame, the time of that frame and the effects so far.
+fn look_after_click(s: &mut Session, plan: serde_json::Value) -> (DeliberationJob, u64, Vec<Effect>) {
+    let job = first_pass(s);
+    let fx = s.step(plan_input(job.pass, job.first_id, plan), ms(200));
     let tick = tactical_jobs(&fx)
         .first()
         .map(|j| j.tick)
@@ -273,7 +273,71 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_
     assert!(s.stopped().is_none());
     assert!(look_in(&fx).is_none(), "not on the frame the click was chosen on");
     let mut t = 700;
-    let (look, mut fx) = look_on_fresh_frame(&mut s, &mut t, &fx);
+    let (look, fx) = look_on_fresh_frame(s, &mut t, &fx);
+    (look, t, fx)
+}
+
+#[test]
+fn while_the_second_look_judges_the_goal_nothing_is_acted_on_and_a_plan_waits_for_its_answer() {
+    // FR-LOOP-004: on 2 cores the demo's look queued behind a plan and the tactical host's calls until
+    // its 30 s were spent, and the goal, met, was never said to be.
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    // The plan goes on past the click: a subgoal is active while the look is out.
+    let mut plan = play_declared();
+    plan["subgoals"].as_array_mut().unwrap().push(
+        json!({"description": "walk to the Shop", "postcondition": "play_shown",
+                     "max_actions": 5, "max_time_s": 60}),
+    );
+    let (look, mut t, asked) = look_after_click(&mut s, plan);
+    assert!(s.loop_state().active_subgoal().is_some());
+    let mut meanwhile: Vec<Effect> = asked
+        .into_iter()
+        .filter(|e| look_in(std::slice::from_ref(e)).is_none())
+        .collect();
+    for i in 0..20 {
+        t += 500;
+        let report = ReflexReport {
+            change: if i == 19 {
+                FrameChange::Scene
+            } else {
+                FrameChange::Local
+            },
+            ..goal_report(t / 100, true)
+        };
+        meanwhile.extend(s.step(Input::Reflex(report), ms(t)));
+    }
+    assert!(
+        tactical_jobs(&meanwhile).is_empty(),
+        "no tactical tick while the look is out: {meanwhile:#?}"
+    );
+    assert!(
+        !meanwhile
+            .iter()
+            .any(|e| matches!(e, Effect::StartDeliberation(_))),
+        "no plan is sent to the host while the look is out: {meanwhile:#?}"
+    );
+    let wanted = s.loop_state().status().deliberating;
+    assert!(wanted.is_some(), "the scene change asked for a plan");
+    t += 100;
+    let fx = s.step(
+        plan_input(
+            look.pass,
+            0,
+            json!({"evidence": "a loading screen", "met": false}),
+        ),
+        ms(t),
+    );
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::StartDeliberation(j) if Some(j.pass) == wanted)),
+        "the plan asked for meanwhile is sent once the look has answered: {fx:#?}"
+    );
+}
+
+#[test]
+fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_frame_step_by_step() {
+    let mut s = Session::new(declaring(), MonoTime::ZERO).unwrap();
+    let (look, mut t, mut fx) = look_after_click(&mut s, play_declared());
     let asked = look.prompt.render();
     assert!(asked.contains("Question: the check `not play_shown`"), "{asked}");
     assert!(
