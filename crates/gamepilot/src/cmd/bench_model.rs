@@ -212,6 +212,7 @@ fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
         llama_server: args.server.clone(),
         model_name: "local".into(),
         call_timeout_s: 60,
+        deliberative_timeout_s: 90,
         threads: args.threads,
     };
     let cancel = gamepilot_model::CancelToken::new();

@@ -41,6 +41,12 @@ pub struct ModelArgs {
     /// Whole-call timeout of one model call, in seconds.
     #[arg(long, default_value_t = 30)]
     pub call_timeout_s: u64,
+    /// Whole-call timeout of one call to the deliberative host that gamepilot starts, in seconds.
+    /// Longer than a tactical call's: that host runs niced below everything else, serves one request
+    /// at a time, and goes on evaluating a prompt whose caller gave up, so a question asked again after
+    /// a timeout only waits behind the one abandoned (the demo's step check timed out twice at 30 s).
+    #[arg(long, default_value_t = 90)]
+    pub deliberative_timeout_s: u64,
     /// CPU threads of a llama-server that gamepilot starts.
     #[arg(long, default_value_t = 2)]
     pub threads: u32,
@@ -77,7 +83,7 @@ impl ModelArgs {
         }
         let timeouts = HostTimeouts {
             connect: Duration::from_secs(2),
-            call: Duration::from_secs(self.call_timeout_s),
+            call: Duration::from_secs(self.deliberative_timeout_s.max(self.call_timeout_s)),
         };
         Ok(Some(self.start_local(timeouts, 19, false, cancel)?))
     }
