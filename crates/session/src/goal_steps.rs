@@ -83,13 +83,22 @@ pub fn goal_steps(goal: &str) -> Vec<String> {
 /// A number the screen shows, with what it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counter {
-    /// The mark whose label holds the number (the one a check that rises names).
+    /// The mark whose label holds the number (the one a check that rises or falls names).
     pub mark: u64,
     /// What it counts: the words of its own label, or of the label just left of it on its row.
     pub name: String,
     pub value: u64,
     /// The mark of that label left of it, when the name is another element's.
     pub label_mark: Option<u64>,
+}
+
+impl Counter {
+    /// A count of what is left ("8/8 coins left", "Mines remaining"): it falls as the goal is done.
+    pub fn counts_down(&self) -> bool {
+        words(&self.name)
+            .iter()
+            .any(|w| matches!(w.as_str(), "left" | "remaining" | "remain"))
+    }
 }
 
 /// The numbers `elements` show whose names share a word's stem with `focus` (the step's words: a coin
@@ -182,7 +191,7 @@ pub fn counters_line(counters: &[Counter], max: usize) -> Option<String> {
         .map(|c| format!("[{}] {} = {}", c.mark, c.name, c.value))
         .collect();
     Some(format!(
-        "Numbers on screen (a check {{\"mark\": N, \"then\": \"rises\"}} names one of these): {}",
+        "Numbers on screen (a check {{\"mark\": N, \"then\": \"rises\"}} names one of these; a count of what is left \"falls\"): {}",
         listed.join("; ")
     ))
 }

@@ -42,33 +42,40 @@ pub fn plan_schema(post: &Postconditions) -> Value {
 /// [`crate::declare::MAX_PER_REPLY`] sensor declarations (`checks`) and the goal's own check (`goal`,
 /// required until one is accepted). The goal and each postcondition are either a typed choice a small
 /// model can make — a mark of the screen (`marks`, the ids the pass sees) and what becomes of it: `gone`
-/// (its pixels no longer there) or `rises` (the number it shows goes up) — or the name of a boolean
+/// (its pixels no longer there), `rises` or `falls` (the number it shows goes up, or down: coins left)
+/// — or the name of a boolean
 /// sensor or an offered postcondition (`named`: the user's, or those declared before, an expression
 /// declared in `checks` among them). A free expression is not offered there: the default small model
 /// restated the goal in it every time. Keys sort in the order a reply should fill them (the host's
 /// grammar writes properties in the schema's key order): checks, goal, subgoals.
-pub fn declare_schema(named: &[String], need_goal: bool, marks: &[u64], numbers: &[u64]) -> Value {
+pub fn declare_schema(named: &[String], need_goal: bool, marks: &[u64], numbers: &Numbers) -> Value {
     let mut schema = plan_schema(&Postconditions {
         sources: named.to_vec(),
     });
-    let typed = |marks: &[u64], then: &str| {
+    let typed = |marks: &[u64], then: &[&str]| {
         json!({
             "type": "object",
             "properties": {
                 "mark": {"type": "integer", "enum": marks},
-                "then": {"type": "string", "enum": [then]}
+                "then": {"type": "string", "enum": then}
             },
             "required": ["mark", "then"],
             "additionalProperties": false
         })
     };
-    // Only a mark that shows a number can rise (the small model chose "Type rises" on a menu bar).
+    // Only a mark that shows a number can rise or fall (the small model chose "Type rises" on a menu
+    // bar).
     let mut choices = Vec::new();
     if !marks.is_empty() {
-        choices.push(typed(marks, "gone"));
+        choices.push(typed(marks, &["gone"]));
     }
-    if !numbers.is_empty() {
-        choices.push(typed(numbers, "rises"));
+    // A count of what is left only falls, any other number only rises: the direction is the
+    // grammar's, not the model's (the default model checked "8/8 coins left" for rising past 8).
+    if !numbers.rising.is_empty() {
+        choices.push(typed(&numbers.rising, &["rises"]));
+    }
+    if !numbers.falling.is_empty() {
+        choices.push(typed(&numbers.falling, &["falls"]));
     }
     if !named.is_empty() {
         choices.push(json!({"type": "string", "enum": named}));
@@ -103,6 +110,20 @@ pub fn declare_schema(named: &[String], need_goal: bool, marks: &[u64], numbers:
     required.push(json!("subgoals"));
     schema["required"] = Value::Array(required);
     schema
+}
+
+/// The marks showing numbers a check may name: those that rise as a goal is done (a score), and the
+/// counts of what is left, which fall.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Numbers {
+    pub rising: Vec<u64>,
+    pub falling: Vec<u64>,
+}
+
+impl Numbers {
+    pub fn is_empty(&self) -> bool {
+        self.rising.is_empty() && self.falling.is_empty()
+    }
 }
 
 /// A declaring schema for a question that wants checks alone: no subgoals, the goal's check required.
@@ -151,6 +172,8 @@ pub enum Becomes {
     Gone,
     /// The number it shows goes up (a score, a lines counter).
     Rises,
+    /// The number it shows goes down (coins left, mines left, time left).
+    Falls,
 }
 
 /// A goal or postcondition as a reply wrote it: a typed choice over a mark, or an expression.
@@ -169,6 +192,7 @@ pub fn check_choice(value: &Value) -> Option<CheckChoice> {
             let becomes = match o.get("then")?.as_str()? {
                 "gone" => Becomes::Gone,
                 "rises" => Becomes::Rises,
+                "falls" => Becomes::Falls,
                 _ => return None,
             };
             Some(CheckChoice::Typed { mark, becomes })

@@ -447,7 +447,7 @@ const DECLARE_SKILL: &str = "Checks: nothing tells you yet when the goal or a st
 For \"goal\" and for each subgoal's \"postcondition\", name a mark N on the screen and what becomes of it once that is done: \
 {\"mark\": N, \"then\": \"gone\"} where N is an element that goes away (a menu's Start button once the game has started, \
 a dialog's own button once it is answered), or {\"mark\": N, \"then\": \"rises\"} where N shows a number that goes up \
-(a score, a lines counter). Choose N by its label in the observation; it must not be done already. \
+(a score, a lines counter), or \"falls\" where it goes down (coins left, time left). Choose N by its label in the observation; it must not be done already. \
 In \"checks\" you may also declare sensors by a new lower-case name: \"present\", \"number\" or \"colour\" with a mark, \
 or an \"expression\" over sensors (not play_shown, lines > @lines); later passes may name them.";
 
@@ -2649,10 +2649,14 @@ impl Session {
                 }
                 names
             });
-        let numbers: Vec<u64> = crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus())
-            .iter()
-            .map(|c| c.mark)
-            .collect();
+        let (falling, rising): (Vec<_>, Vec<_>) =
+            crate::goal_steps::relevant_counters(&self.last_elements, self.step_focus())
+                .into_iter()
+                .partition(crate::goal_steps::Counter::counts_down);
+        let numbers = crate::plan::Numbers {
+            rising: rising.iter().map(|c| c.mark).collect(),
+            falling: falling.iter().map(|c| c.mark).collect(),
+        };
         // A step whose words name a number the screen shows ("collect a coin" beside "Coins 0") is
         // checked by that number rising: the marks that could be gone are not offered then (offered both,
         // the small model declared the compass's "SW" gone).
@@ -3073,7 +3077,7 @@ impl Session {
             return Err(why);
         }
         if self.plan_owes_goal_check() && !goal_given {
-            return Err("no goal check: in \"goal\" name a mark that is gone (or whose number rises) once the goal is done, or write an expression that is false now and true then".into());
+            return Err("no goal check: in \"goal\" name a mark that is gone (or whose number rises or falls) once the goal is done, or write an expression that is false now and true then".into());
         }
         crate::plan::plan_from_reply(
             &crate::plan::with_postconditions(reply, &sources),
@@ -3273,7 +3277,7 @@ impl Session {
             CheckChoice::Typed { mark, becomes } => {
                 let (name, reads) = match becomes {
                     Becomes::Gone => (format!("mark{mark}_shown"), Reads::Present),
-                    Becomes::Rises => (format!("mark{mark}_number"), Reads::Number),
+                    Becomes::Rises | Becomes::Falls => (format!("mark{mark}_number"), Reads::Number),
                 };
                 let known = self
                     .declarations
@@ -3302,14 +3306,9 @@ impl Session {
                                 ),
                             }));
                         }
-                        let now = self
-                            .last_elements
-                            .iter()
-                            .find(|e| u64::from(e.id.0) == *mark)
-                            .and_then(|e| crate::declare::number_in(e.label.as_deref()?))
-                            .ok_or_else(|| format!("mark [{mark}] shows no number to rise"))?;
-                        format!("{name} > {now}")
+                        format!("{name} > {}", self.number_shown(*mark, "rise")?)
                     }
+                    Becomes::Falls => format!("{name} < {}", self.number_shown(*mark, "fall")?),
                 }
             }
         };
@@ -3322,6 +3321,15 @@ impl Session {
             Ok(_) => Err(format!("`{source}` is a number, not true or false")),
             Err(why) => Err(format!("`{source}` does not compile:\n{why}")),
         }
+    }
+
+    /// The number mark `mark` of the latest screen shows, or why a check cannot `verb` by it.
+    fn number_shown(&self, mark: u64, verb: &str) -> Result<u64, String> {
+        self.last_elements
+            .iter()
+            .find(|e| u64::from(e.id.0) == mark)
+            .and_then(|e| crate::declare::number_in(e.label.as_deref()?))
+            .ok_or_else(|| format!("mark [{mark}] shows no number to {verb}"))
     }
 
     /// While a pass plans and no subgoal is active, the goal itself is the subgoal (the tactical

@@ -23,6 +23,11 @@ fn declaring() -> SessionConfig {
 
 /// Start a declaring session and perceive its first screen (the menu); the start pass's job.
 fn first_pass(s: &mut Session) -> DeliberationJob {
+    first_pass_on(s, menu())
+}
+
+/// Start a declaring session and perceive `screen` first; the start pass's job.
+fn first_pass_on(s: &mut Session, screen: Observation) -> DeliberationJob {
     let fx = s.step(Input::Start, ms(0));
     let job = tactical_jobs(&fx)
         .first()
@@ -32,7 +37,7 @@ fn first_pass(s: &mut Session) -> DeliberationJob {
         job.perceive_only,
         "nothing is acted on before the agent has a check"
     );
-    let fx = s.answer(outcome(job.tick, menu(), not_asked()), ms(100));
+    let fx = s.answer(outcome(job.tick, screen, not_asked()), ms(100));
     fx.iter()
         .find_map(|e| match e {
             Effect::StartDeliberation(j) => Some(j.clone()),
@@ -588,6 +593,56 @@ fn a_step_whose_check_is_refused_ends_where_the_goal_does() {
         .assemble(Cadence::Deliberative, &ObservationText::new(ms(300), ""), None)
         .render();
     assert!(next.contains("mark [2] shows no number to read"), "{next}");
+}
+
+#[test]
+fn a_counter_that_goes_down_once_the_goal_is_done_is_a_check_that_falls() {
+    // The demo's "8/8 coins left" was named as rising: a count of what is left falls as the goal is done.
+    let mut s = Session::new(
+        SessionConfig {
+            goal: "collect a coin".into(),
+            ..declaring()
+        },
+        MonoTime::ZERO,
+    )
+    .unwrap();
+    let screen = labelled_screen(&[(4, "Coins 0", 40, 80), (6, "8/8 coins left", 120, 680)], false);
+    let job = first_pass_on(&mut s, screen);
+    let goal = &job.schema["properties"]["goal"];
+    let choice = |i: usize| {
+        (
+            goal.pointer(&format!("/anyOf/{i}/properties/mark/enum")),
+            goal.pointer(&format!("/anyOf/{i}/properties/then/enum")),
+        )
+    };
+    assert_eq!(
+        choice(0),
+        (Some(&json!([4])), Some(&json!(["rises"]))),
+        "{goal:#}"
+    );
+    assert_eq!(
+        choice(1),
+        (Some(&json!([6])), Some(&json!(["falls"]))),
+        "{goal:#}"
+    );
+    assert!(
+        job.prompt.render().contains("[6] coins left = 8"),
+        "{}",
+        job.prompt.render()
+    );
+    let reply = json!({
+        "goal": {"mark": 6, "then": "falls"},
+        "subgoals": [{"description": "walk to a coin", "postcondition": {"mark": 6, "then": "falls"},
+                      "max_actions": 5, "max_time_s": 60}]
+    });
+    let fx = s.step(plan_input(job.pass, job.first_id, reply), ms(200));
+    let handed = sensors(&fx).expect("declared");
+    assert_eq!(handed.goal.as_deref(), Some("mark6_number < 8"));
+    assert!(
+        handed.source.contains("mark6_number = region_integer("),
+        "{}",
+        handed.source
+    );
 }
 
 /// A screen of labelled text elements, each given as (id, label, x, y); `popup` puts them in one of the
