@@ -944,6 +944,10 @@ impl Session {
             {
                 self.release_start_pass(now, &mut out);
             }
+            // A plan held back while a look or a step's check wanted the host goes out as soon as none
+            // does, whichever input ended the wait (a look found not due left sgt-fifteen's plan
+            // waiting for good).
+            self.release_deferred_pass(now, &mut out);
             if self.state.active_subgoal().is_none() && self.deliberation.is_some() {
                 self.act_on_goal_meanwhile(now, &mut out);
             }
