@@ -1388,6 +1388,22 @@ impl Session {
             return reads;
         }
         let g = self.agent_goal.as_mut()?;
+        // A second look agreed the goal was done on a frame after the check read true: the next reading
+        // ends it, whatever it reads (sgt-pegs' "Type gone" read false again once the menu that chose
+        // the Octagon board had closed, and the run went on clicking pegs until its time was spent).
+        if let (Some(_), Some(why)) = (reads, g.confirmed.clone()) {
+            if self.goal_step + 1 < self.goal_steps.len() {
+                self.next_goal_step(&why, now, out);
+                return Some(false);
+            }
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "goal met: agent-declared check `{}` (pass {}) turned true after an action of this session, confirmed by a second look ({why})",
+                    g.source, g.pass
+                ),
+            }));
+            return Some(true);
+        }
         match reads {
             Some(false) => {
                 g.seen_false = true;
@@ -1414,20 +1430,6 @@ impl Session {
                 None
             }
             Some(true) if self.state.actions_executed() > g.actions_before => {
-                if let Some(why) = g.confirmed.clone() {
-                    if self.goal_step + 1 < self.goal_steps.len() {
-                        self.next_goal_step(&why, now, out);
-                        return Some(false);
-                    }
-                    let g = self.agent_goal.as_ref()?;
-                    out.push(Effect::Record(SessionRecord::Note {
-                        text: format!(
-                            "goal met: agent-declared check `{}` (pass {}) turned true after an action of this session, confirmed by a second look ({why})",
-                            g.source, g.pass
-                        ),
-                    }));
-                    return Some(true);
-                }
                 let actions = self.state.actions_executed();
                 if self.goal_look.is_none() && self.goal_look_wanted.is_none() && g.looked_at != Some(actions)
                 {

@@ -283,6 +283,41 @@ fn look_after_click(s: &mut Session, plan: serde_json::Value) -> (DeliberationJo
 }
 
 #[test]
+fn a_second_look_that_agrees_ends_the_goal_though_the_check_reads_false_again() {
+    // FR-LOOP-004: sgt-pegs' check "Type gone" read true while the Type menu was open; the Octagon
+    // board was chosen, the menu closed, the look agreed, and the check read false again.
+    let cfg = SessionConfig {
+        goal: "click Play".into(),
+        ..declaring()
+    };
+    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let (look, mut t, _) = look_after_click(&mut s, play_declared());
+    t += 100;
+    s.step(
+        plan_input(
+            look.pass,
+            0,
+            json!({"evidence": "the game is shown", "met": true}),
+        ),
+        ms(t),
+    );
+    assert!(s.stopped().is_none(), "the next reading ends it");
+    t += 100;
+    s.step(Input::Reflex(goal_report(t / 100, false)), ms(t));
+    assert!(
+        matches!(
+            s.stopped(),
+            Some(SessionStop::Loop {
+                reason: gamepilot_planner::StopReason::GoalMet,
+                ..
+            })
+        ),
+        "{:?}",
+        s.stopped()
+    );
+}
+
+#[test]
 fn while_the_second_look_judges_the_goal_nothing_is_acted_on_and_a_plan_waits_for_its_answer() {
     // FR-LOOP-004: on 2 cores the demo's look queued behind a plan and the tactical host's calls until
     // its 30 s were spent, and the goal, met, was never said to be.
