@@ -12,6 +12,10 @@ Usage:
   judge.py changed DISPLAY WINDOW FILE MIN_FRACTION
       exit 0 when the window has the size it had at `snap` and at least MIN_FRACTION of its pixels
       differ from then; prints the fraction.
+  judge.py regions DISPLAY WINDOW FILE MIN_FRACTION X Y W H [X Y W H ...]
+      exit 0 when the window has the size it had at `snap` and, in every region given, at least
+      MIN_FRACTION of the pixels differ from then (a board whose changes are known places: sgt-pegs'
+      Octagon adds four corner pegs to the Cross); prints each region's fraction.
   judge.py status DISPLAY WINDOW WORD
       reads the window's bottom strip (a puzzle's status bar: "Moves: 3") with tesseract and prints the
       number after WORD; exit 1 when there is none.
@@ -98,6 +102,26 @@ def changed(display, window, path, min_fraction):
     return 0 if f >= min_fraction else 1
 
 
+def regions_changed(display, window, path, min_fraction, boxes):
+    with open(path, "rb") as f:
+        width, height, before = pickle.load(f)
+    rows, w, h = read_xwd(display, window)
+    if (w, h) != (width, height):
+        print(f"size {width}x{height} -> {w}x{h}")
+        return 1
+    fractions = []
+    for x, y, bw, bh in boxes:
+        differ = total = 0
+        for row in range(y, min(y + bh, h)):
+            a, b = before[row], rows[row]
+            for col in range(x, min(x + bw, w)):
+                total += 1
+                differ += a[3 * col : 3 * col + 3] != b[3 * col : 3 * col + 3]
+        fractions.append(differ / total if total else 0.0)
+    print(" ".join(f"{f:.3f}" for f in fractions))
+    return 0 if all(f >= min_fraction for f in fractions) else 1
+
+
 def status(display, window, word):
     rows, width, height = read_xwd(display, window)
     strip = rows[max(0, height - 28) :]
@@ -133,6 +157,10 @@ def main():
             return snap(*args[1:4])
         if len(args) == 5 and args[0] == "changed":
             return changed(args[1], args[2], args[3], float(args[4]))
+        if len(args) >= 9 and (len(args) - 5) % 4 == 0 and args[0] == "regions":
+            values = [int(v) for v in args[5:]]
+            boxes = [tuple(values[i : i + 4]) for i in range(0, len(values), 4)]
+            return regions_changed(args[1], args[2], args[3], float(args[4]), boxes)
         if len(args) == 4 and args[0] == "status":
             return status(*args[1:4])
     except (subprocess.SubprocessError, ValueError, struct.error, OSError) as e:

@@ -8,6 +8,7 @@ pub mod destructive;
 pub mod direct;
 pub mod effect;
 pub mod eval;
+mod explore;
 pub mod fresh;
 pub mod goal_steps;
 mod host_health;

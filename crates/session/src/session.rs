@@ -40,6 +40,8 @@ const GOAL_PLAN_TIME_MS: u64 = 60_000;
 const GOAL_PLAN_ACTIONS: u32 = 10;
 /// How a self-identification probe's holds are labelled (in the recording, and in one history line).
 const PROBE_LABEL: &str = "self-identification probe:";
+/// The label an exploration click starts with (the session's own choice, after a click that did nothing).
+const EXPLORE_LABEL: &str = "exploring:";
 /// The longest the start pass waits for the first screen's perception.
 const START_PASS_WAIT_MS: u64 = 3_000;
 
@@ -125,6 +127,10 @@ pub struct SessionConfig {
     /// field and replay as made.
     #[serde(default)]
     pub direct_by_words: bool,
+    /// After a click that changed nothing, the nearest untried element like it is clicked without a
+    /// model call (`explore.rs`). Recordings made before this lack the field and replay as made.
+    #[serde(default)]
+    pub explore_siblings: bool,
 }
 
 impl Default for SessionConfig {
@@ -152,6 +158,7 @@ impl Default for SessionConfig {
             declare: None,
             fresh_frames: true,
             direct_by_words: true,
+            explore_siblings: true,
         }
     }
 }
@@ -307,6 +314,8 @@ pub struct Session {
     state: LoopState,
     context: Context,
     actions: BTreeMap<ActionId, GroundedAction>,
+    /// After a click that changed nothing, the elements like it still to try (within the subgoal).
+    explore: crate::explore::Explorer,
     next_action: u64,
     next_subgoal: u32,
     next_hold: u64,
@@ -650,6 +659,7 @@ impl Session {
             }),
             context,
             actions: BTreeMap::new(),
+            explore: crate::explore::Explorer::default(),
             next_action: 1,
             next_subgoal: 1,
             next_hold: 1,
@@ -999,6 +1009,7 @@ impl Session {
                 }
                 Command::PlanAdopted { .. } | Command::SubgoalAbandoned { .. } => self.refresh_plan_block(),
                 Command::SubgoalStarted { subgoal } => {
+                    self.explore.reset();
                     self.refresh_plan_block();
                     let handle = self
                         .state
@@ -1073,6 +1084,7 @@ impl Session {
                         cause: None,
                     }));
                     if let Some(a) = self.actions.remove(&action) {
+                        self.explored(&a, verdict, now, out);
                         if verdict == gamepilot_grounding::Verdict::Confirmed {
                             if let Some(p) = a.screen {
                                 self.safe.confirmed_on(p);
@@ -1725,6 +1737,7 @@ impl Session {
         }
         let perceive_only = self.selfid.probing()
             || self.retry.is_some()
+            || self.explore.wanted()
             || self.recheck.is_some()
             || self.safe.returning()
             || self.goal_look_wanted.is_some()
@@ -2257,6 +2270,9 @@ impl Session {
             if let Some((aim, excluded)) = direct {
                 return self.ground_direct(&aim, &excluded, &t.observation, generation, now, out);
             }
+            if self.explore.wanted() && self.explore_next(&t.observation, generation, now, out) {
+                return;
+            }
             if let Some(again) = self.recheck.take() {
                 out.push(Effect::Record(SessionRecord::Note {
                     text: format!("{} checked again on a frame taken after the change", again.label),
@@ -2432,6 +2448,82 @@ impl Session {
                 },
             }));
             self.act_on(grounded, obs, generation, now, out);
+        }
+    }
+
+    /// Exploration's next try on `obs`: the nearest untried element like the one whose click changed
+    /// nothing, clicked without a model call (a retry of the same click waits behind it). False when
+    /// there is none to try: the model is asked as usual.
+    fn explore_next(
+        &mut self,
+        obs: &Observation,
+        generation: u64,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) -> bool {
+        let Some((mark, label)) = self.explore.next(obs, &self.excluded) else {
+            return false;
+        };
+        let reply = TacticalReply::ClickMark {
+            mark,
+            button: gamepilot_core::MouseButton::Left,
+        };
+        let Some(mut grounded) = self.ground(&reply, obs, false, generation, now) else {
+            return false;
+        };
+        grounded.label = format!("{EXPLORE_LABEL} {label} (mark {}), {}", mark.0, grounded.label);
+        self.retry = None;
+        self.numbers.direct_groundings += 1;
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!(
+                "exploring without a model call (try {} of at most {}): the last click changed nothing, {label} (mark {}) is the nearest untried element like it",
+                self.explore.tries(),
+                crate::explore::MAX_TRIES,
+                mark.0
+            ),
+        }));
+        self.act_on(grounded, obs, generation, now, out);
+        true
+    }
+
+    /// What a click's verdict teaches exploration: one that changed nothing makes its like worth trying;
+    /// an exploration click that changed something is noted (the context is the only memory).
+    fn explored(
+        &mut self,
+        a: &GroundedAction,
+        verdict: gamepilot_grounding::Verdict,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let Action::Click { x, y, .. } = a.intention.action else {
+            return;
+        };
+        match verdict {
+            gamepilot_grounding::Verdict::Refuted if self.cfg.explore_siblings => {
+                self.explore.refuted(gamepilot_core::Point { x, y })
+            }
+            gamepilot_grounding::Verdict::Confirmed => {
+                self.explore.confirmed();
+                if a.label.starts_with(EXPLORE_LABEL) {
+                    let tried = self.explore.tried();
+                    let before = tried[..tried.len().saturating_sub(1)].join(", ");
+                    let what = tried.last().cloned().unwrap_or_default();
+                    let text = if before.is_empty() {
+                        format!("clicking {what} changed the screen where the click before it did not")
+                    } else {
+                        format!("clicking {what} changed the screen; {before} did not")
+                    };
+                    if let Err(e) = self.context.note(&text, now) {
+                        out.push(Effect::Record(SessionRecord::Note {
+                            text: format!("exploration note refused: {e}"),
+                        }));
+                    }
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!("exploration: {text}"),
+                    }));
+                }
+            }
+            _ => {}
         }
     }
 

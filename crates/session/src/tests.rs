@@ -30,6 +30,7 @@ fn config() -> SessionConfig {
         act_while_planning: false,
         // Most tests script the model's choice; grounding by a step's words has tests of its own.
         direct_by_words: false,
+        explore_siblings: false,
         ..SessionConfig::default()
     }
 }
@@ -412,6 +413,84 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
     assert!(
         !last.excluded_marks.contains(&ElementId(2)),
         "suppression expired"
+    );
+}
+
+#[test]
+fn a_click_that_changed_nothing_is_followed_by_its_nearest_like_without_a_model_call_and_noted() {
+    // Issue 27's exploration: sgt-fifteen's model clicked a tile that cannot slide and asked again for
+    // 15 s a call until the ladder stopped the run; a person tries the next tile.
+    let cfg = SessionConfig {
+        explore_siblings: true,
+        ..config()
+    };
+    let (mut s, adopted) = started_with(cfg, two_step_plan());
+    let tick = tactical_jobs(&adopted)[0].tick;
+    let mut t = 300;
+    // The model clicks Options (mark 2): nothing changes.
+    let fx = s.answer(outcome(tick, menu(), click_mark(2)), ms(t));
+    let (id, _, _) = submits(&fx)[0].clone();
+    ended(&mut s, id, ms(t + 50));
+    t += 100;
+    s.step(
+        Input::Evidence {
+            action: id,
+            changed: Some(false),
+        },
+        ms(t),
+    );
+    t += 2000;
+    let fx = s.step(Input::Reflex(reflex(12)), ms(t));
+    let job = tactical_jobs(&fx)
+        .first()
+        .map(|j| (*j).clone())
+        .expect("the next tick");
+    assert!(job.perceive_only, "no model call: the session explores");
+    t += 100;
+    let fx = s.answer(outcome(job.tick, menu(), not_asked()), ms(t));
+    assert!(calls(&fx).is_empty());
+    let clicks = submits(&fx);
+    assert_eq!(clicks.len(), 1, "{fx:#?}");
+    // The nearest button like Options: Play above it or Shop below, both 80 px away; never Options.
+    assert!(
+        matches!(
+            clicks[0].1,
+            Action::Click {
+                x: 640,
+                y: 324 | 484,
+                ..
+            }
+        ),
+        "{:?}",
+        clicks[0].1
+    );
+    assert!(notes(&fx)
+        .iter()
+        .any(|n| n.starts_with("exploring without a model call (try 1 of at most 8)")));
+    // It changes the screen: the note block tells the model what worked and what did not.
+    let explored = clicks[0].0;
+    t += 50;
+    ended(&mut s, explored, ms(t));
+    t += 50;
+    let fx = s.step(
+        Input::Evidence {
+            action: explored,
+            changed: Some(true),
+        },
+        ms(t),
+    );
+    assert!(
+        notes(&fx).iter().any(|n| n.starts_with("exploration: clicking '")
+            && n.contains("changed the screen where the click before it did not")),
+        "{fx:#?}"
+    );
+    let prompt = s
+        .context()
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(t), ""), None)
+        .render();
+    assert!(
+        prompt.contains("changed the screen where the click before it did not"),
+        "{prompt}"
     );
 }
 
