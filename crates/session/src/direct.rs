@@ -237,6 +237,17 @@ pub fn clickable_words(step: &str) -> Option<String> {
     (!words.split(' ').any(|w| NOT_A_CLICK.contains(&w))).then_some(words)
 }
 
+/// Words of a step that asks to put away what is open ("then close it", "cancel it").
+const DISMISS: &[&str] = &["close", "cancel", "dismiss"];
+
+/// A step that asks to close, cancel or dismiss what is open, while one of the game's dialogs or menus is
+/// open: Escape dismisses it in every toolkit we play, when nothing on screen is labelled as the step says
+/// (sgt-mines' About box is taller than the game's window, and capture, clipped to that window, never
+/// shows its Close button). `words` are the step's normalised words ([`clickable_words`]).
+pub fn dismisses_open_layer(words: &str, obs: &Observation) -> bool {
+    words.split(' ').any(|w| DISMISS.contains(&w)) && obs.elements.iter().any(|e| e.layer.is_some())
+}
+
 /// A step's words as the key of what was clicked for it without a model call (case and spacing aside).
 pub fn step_key(description: &str) -> String {
     description

@@ -1887,16 +1887,24 @@ impl Session {
         }
         .target(obs, &job.excluded_marks)
         .map(|(mark, _)| mark);
+        // The subgoal asks to close what is open and nothing is labelled so: Escape, no model call.
+        let dismiss = direct.is_none()
+            && job
+                .direct_words
+                .as_deref()
+                .is_some_and(|w| crate::direct::dismisses_open_layer(w, obs));
         // A play field that starts the self-identification probe is not shown to the model: its answer
         // would be set aside for the probe's holds (a cold prompt of seconds spent for nothing).
         let probe_first = !job.perceive_only
             && direct.is_none()
+            && !dismiss
             && self
                 .selfid
                 .would_start_probing(obs, scene_kind(obs), observation_signature(obs));
-        if job.perceive_only || direct.is_some() || probe_first {
+        if job.perceive_only || direct.is_some() || dismiss || probe_first {
             let message = match direct {
                 Some(mark) => format!("the subgoal names mark {mark}'s label: no model call"),
+                None if dismiss => "the subgoal closes what is open: Escape, no model call".into(),
                 None if probe_first => "the avatar is identified first (probe holds): no model call".into(),
                 None => "perceive-only tick".into(),
             };
@@ -2268,6 +2276,14 @@ impl Session {
         }
         if perceived_only {
             if let Some((aim, excluded)) = direct {
+                let dismiss = aim.target(&t.observation, &excluded).is_none()
+                    && aim
+                        .words
+                        .as_deref()
+                        .is_some_and(|w| crate::direct::dismisses_open_layer(w, &t.observation));
+                if dismiss {
+                    return self.dismiss_with_escape(&t.observation, generation, now, out);
+                }
                 return self.ground_direct(&aim, &excluded, &t.observation, generation, now, out);
             }
             if self.explore.wanted() && self.explore_next(&t.observation, generation, now, out) {
@@ -2524,6 +2540,35 @@ impl Session {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The subgoal asks to close the dialog or menu that is open and nothing on screen is labelled so:
+    /// tap Escape without a model call, once per subgoal, verified like any action.
+    fn dismiss_with_escape(
+        &mut self,
+        obs: &Observation,
+        generation: u64,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let step = self
+            .state
+            .status()
+            .subgoal_description
+            .unwrap_or_else(|| self.step_focus().to_string());
+        let key = crate::direct::step_key(&step);
+        if self.direct_done.iter().any(|(k, l)| *k == key && l == "escape") {
+            return;
+        }
+        self.direct_done.push((key, "escape".into()));
+        let reply = TacticalReply::Act(Action::Key { key: "Escape".into() });
+        if let Some(grounded) = self.ground(&reply, obs, false, generation, now) {
+            self.numbers.direct_groundings += 1;
+            out.push(Effect::Record(SessionRecord::Note {
+                text: "grounded without a model call: the subgoal closes what is open and nothing on screen is labelled so: Escape".into(),
+            }));
+            self.act_on(grounded, obs, generation, now, out);
         }
     }
 

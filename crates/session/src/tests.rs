@@ -1980,6 +1980,48 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
     assert_eq!(next.direct, None, "once per subgoal and name");
 }
 
+#[test]
+fn a_step_that_closes_an_open_dialog_with_no_button_so_labelled_taps_escape_without_a_model_call() {
+    // Issue 27: sgt-mines' About box is taller than its window and capture is clipped to the window, so
+    // its Close button is never seen; "then close it" is Escape, as a person would press.
+    let plan = PlanSpec {
+        subgoals: vec![
+            subgoal(1, 1, "playing", "close it"),
+            subgoal(2, 0, "coins >= 1", "collect a coin"),
+        ],
+    };
+    let cfg = SessionConfig {
+        direct_by_words: true,
+        ..config()
+    };
+    let (mut s, fx) = started_with(cfg.clone(), plan.clone());
+    let job = tactical_jobs(&fx)[0].clone();
+    let mut about = menu();
+    for e in &mut about.elements {
+        e.layer = Some(gamepilot_core::WindowLayer::Dialog);
+    }
+    let fx = s.answer(outcome(job.tick, about, not_asked()), ms(100));
+    assert!(calls(&fx).is_empty(), "no model call");
+    let sent = submits(&fx);
+    assert_eq!(sent.len(), 1, "{fx:#?}");
+    assert_eq!(sent[0].1, Action::Key { key: "Escape".into() });
+    assert!(notes(&fx)
+        .iter()
+        .any(|n| n.contains("the subgoal closes what is open") && n.ends_with("Escape")));
+    // With nothing open, the same words leave the choice to the model.
+    let (mut s, fx) = started_with(cfg, plan);
+    let job = tactical_jobs(&fx)[0].clone();
+    let perceived = Perception {
+        tick: job.tick,
+        started: ms(100),
+        observation: menu(),
+        moves: Vec::new(),
+    };
+    let fx = s.step(Input::Perceived(Box::new(perceived)), ms(100));
+    assert!(submits(&fx).is_empty(), "{fx:#?}");
+    assert_eq!(calls(&fx).len(), 1, "the model is asked: {fx:#?}");
+}
+
 /// The evidence for `action` at `t`, then the next tactical call the session starts (in that step, or on
 /// a later reflex tick).
 fn evidence_then_job(s: &mut Session, t: &mut u64, action: ActionId, changed: Option<bool>) -> TacticalJob {
