@@ -133,9 +133,14 @@ moved() {
   n=$(python3 scripts/judge.py status "$2" "$1" Moves) || return 1
   [ "$n" -ge 1 ]
 }
-# A dialog was seen while the run went, and none is open at the end; the board is the size it was.
+# A dialog was seen while the run went (more matching windows than before it: the search also counts
+# the game's main window, so the count starts at 1), and the count is back to that at the end; the board
+# is the size it was.
 dialog_opened_and_closed() {
-  grep -q '^[1-9]' "$dialogs" && [ "$(tail -n 1 "$dialogs")" = 0 ] \
+  local first
+  first=$(head -n 1 "$dialogs")
+  awk -v f="$first" '$1 > f { seen = 1 } END { exit !seen }' "$dialogs" \
+    && [ "$(tail -n 1 "$dialogs")" = "$first" ] \
     && [ "$(width_of "$1" "$2")" = "$before_w" ] && [ "$(height_of "$1" "$2")" = "$before_h" ]
 }
 # ltris (SDL, a key-driven arcade menu): in play once its menu's blue "LTris" title is gone (xwd pixels).

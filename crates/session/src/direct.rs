@@ -248,6 +248,14 @@ pub fn dismisses_open_layer(words: &str, obs: &Observation) -> bool {
     words.split(' ').any(|w| DISMISS.contains(&w)) && obs.elements.iter().any(|e| e.layer.is_some())
 }
 
+/// A step whose end is something open: a dialog, a box, a window or a screen shown ("Open the About
+/// box", "show the options").
+pub fn asks_to_open(step: &str) -> bool {
+    normalise(step)
+        .split(' ')
+        .any(|w| matches!(w, "open" | "opens" | "show" | "display" | "view"))
+}
+
 /// A step's words as the key of what was clicked for it without a model call (case and spacing aside).
 pub fn step_key(description: &str) -> String {
     description

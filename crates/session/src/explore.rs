@@ -5,8 +5,10 @@
 use gamepilot_core::{ElementId, Point};
 use gamepilot_vision::{Element, Observation};
 
-/// At most this many elements are tried by exploration within one subgoal.
-pub const MAX_TRIES: u32 = 8;
+/// At most this many elements are tried by exploration within one subgoal: each refuted try also
+/// climbs the ladder, and with 8, sgt-sixteen's exploration of tiles (its arrows move the rows, not its
+/// tiles) spent the run's no-progress allowance before the model could choose an arrow.
+pub const MAX_TRIES: u32 = 3;
 
 /// How far (as a fraction of the clicked element's width or height) a sibling's size may differ.
 const SIZE_TOLERANCE: f64 = 0.3;

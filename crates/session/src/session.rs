@@ -1400,10 +1400,11 @@ impl Session {
             return reads;
         }
         let g = self.agent_goal.as_mut()?;
-        // A second look agreed the goal was done on a frame after the check read true: the next reading
-        // ends it, whatever it reads (sgt-pegs' "Type gone" read false again once the menu that chose
-        // the Octagon board had closed, and the run went on clicking pegs until its time was spent).
-        if let (Some(_), Some(why)) = (reads, g.confirmed.clone()) {
+        // A second look agreed the goal was done on a frame after the check read true: the next report
+        // ends it, whatever the check reads (sgt-pegs' "Type gone" read false again once the menu that
+        // chose the Octagon board had closed, and the run went on clicking pegs until its time was spent;
+        // on a board that changed size the template reads undefined).
+        if let Some(why) = g.confirmed.clone() {
             if self.goal_step + 1 < self.goal_steps.len() {
                 self.next_goal_step(&why, now, out);
                 return Some(false);
@@ -1540,6 +1541,21 @@ impl Session {
             out.push(Effect::Record(SessionRecord::Note {
                 text: format!(
                     "the goal check `{source}` reads true with one of the game's menus open: not done yet (asked again after the next action)"
+                ),
+            }));
+            return None;
+        }
+        // A dialog open is a way to the goal too (sgt-fifteen's Custom dialog, still to fill, was judged
+        // "met" by the look), unless opening it is what the step asks ("Open the About box").
+        if obs
+            .elements
+            .iter()
+            .any(|e| e.layer == Some(gamepilot_core::WindowLayer::Dialog))
+            && !crate::direct::asks_to_open(self.step_focus())
+        {
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "the goal check `{source}` reads true with one of the game's dialogs open: not done yet (asked again after the next action)"
                 ),
             }));
             return None;

@@ -466,7 +466,7 @@ fn a_click_that_changed_nothing_is_followed_by_its_nearest_like_without_a_model_
     );
     assert!(notes(&fx)
         .iter()
-        .any(|n| n.starts_with("exploring without a model call (try 1 of at most 8)")));
+        .any(|n| n.starts_with("exploring without a model call (try 1 of at most 3)")));
     // It changes the screen: the note block tells the model what worked and what did not.
     let explored = clicks[0].0;
     t += 50;

@@ -283,7 +283,7 @@ fn look_after_click(s: &mut Session, plan: serde_json::Value) -> (DeliberationJo
 }
 
 #[test]
-fn a_second_look_that_agrees_ends_the_goal_though_the_check_reads_false_again() {
+fn a_second_look_that_agrees_ends_the_goal_whatever_the_check_reads_next() {
     // FR-LOOP-004: sgt-pegs' check "Type gone" read true while the Type menu was open; the Octagon
     // board was chosen, the menu closed, the look agreed, and the check read false again.
     let cfg = SessionConfig {
@@ -301,9 +301,14 @@ fn a_second_look_that_agrees_ends_the_goal_though_the_check_reads_false_again() 
         ),
         ms(t),
     );
-    assert!(s.stopped().is_none(), "the next reading ends it");
+    assert!(s.stopped().is_none(), "the next report ends it");
+    // On a board that changed size the template reads undefined; here it reads false: either way.
     t += 100;
-    s.step(Input::Reflex(goal_report(t / 100, false)), ms(t));
+    let undefined = ReflexReport {
+        goal_met: None,
+        ..goal_report(t / 100, false)
+    };
+    s.step(Input::Reflex(undefined), ms(t));
     assert!(
         matches!(
             s.stopped(),
@@ -770,6 +775,34 @@ fn a_goal_check_true_while_the_screen_still_offers_what_the_goal_names_clicks_th
         clicks[0].1
     );
     assert!(s.stopped().is_none());
+}
+
+#[test]
+fn a_goal_check_true_with_a_dialog_open_asks_no_look_unless_opening_it_is_the_step() {
+    // FR-LOOP-004: sgt-fifteen's "Custom..." opened its dialog (Width 4, Height 4, OK, Cancel) and the
+    // look judged "Choose the 3x3 puzzle" met on it.
+    let dialog = || {
+        let mut d = labelled_screen(
+            &[
+                (40, "Width", 20, 120),
+                (41, "OK", 90, 200),
+                (42, "Cancel", 150, 200),
+            ],
+            false,
+        );
+        for e in &mut d.elements {
+            e.layer = Some(gamepilot_core::WindowLayer::Dialog);
+        }
+        d
+    };
+    let (s, fx) = next_frame_after_the_check("Choose the 3x3 puzzle", dialog());
+    assert!(look_in(&fx).is_none(), "{fx:#?}");
+    assert!(notes(&fx)
+        .iter()
+        .any(|n| n.contains("with one of the game's dialogs open: not done yet")));
+    assert!(s.stopped().is_none());
+    let (_, fx) = next_frame_after_the_check("Open the About box", dialog());
+    assert!(look_in(&fx).is_some(), "the dialog is the step's end: {fx:#?}");
 }
 
 #[test]
