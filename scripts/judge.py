@@ -85,13 +85,23 @@ def snap(display, window, path):
     return 0
 
 
-def changed(display, window, path, min_fraction):
+def snapped_and_now(display, window, path):
+    """The window's pixels at `snap` and now, with its width and height; `None` (said) when its size
+    changed since."""
     with open(path, "rb") as f:
         width, height, before = pickle.load(f)
     rows, w, h = read_xwd(display, window)
     if (w, h) != (width, height):
         print(f"size {width}x{height} -> {w}x{h}")
+        return None
+    return before, rows, w, h
+
+
+def changed(display, window, path, min_fraction):
+    both = snapped_and_now(display, window, path)
+    if both is None:
         return 1
+    before, rows, _, _ = both
     differ = total = 0
     for a, b in zip(before, rows):
         for i in range(0, len(a), 6):
@@ -103,12 +113,10 @@ def changed(display, window, path, min_fraction):
 
 
 def regions_changed(display, window, path, min_fraction, boxes):
-    with open(path, "rb") as f:
-        width, height, before = pickle.load(f)
-    rows, w, h = read_xwd(display, window)
-    if (w, h) != (width, height):
-        print(f"size {width}x{height} -> {w}x{h}")
+    both = snapped_and_now(display, window, path)
+    if both is None:
         return 1
+    before, rows, w, h = both
     fractions = []
     for x, y, bw, bh in boxes:
         differ = total = 0

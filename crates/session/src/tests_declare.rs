@@ -46,6 +46,21 @@ fn first_pass_on(s: &mut Session, screen: Observation) -> DeliberationJob {
         .expect("the start pass is composed from the first screen")
 }
 
+/// The session stopped because its goal was met.
+fn assert_goal_met(s: &Session) {
+    assert!(
+        matches!(
+            s.stopped(),
+            Some(SessionStop::Loop {
+                reason: gamepilot_planner::StopReason::GoalMet,
+                ..
+            })
+        ),
+        "{:?}",
+        s.stopped()
+    );
+}
+
 fn plan_input(pass: u64, first_id: u32, reply: serde_json::Value) -> Input {
     Input::Plan(PlanOutcome {
         pass,
@@ -309,17 +324,7 @@ fn a_second_look_that_agrees_ends_the_goal_whatever_the_check_reads_next() {
         ..goal_report(t / 100, false)
     };
     s.step(Input::Reflex(undefined), ms(t));
-    assert!(
-        matches!(
-            s.stopped(),
-            Some(SessionStop::Loop {
-                reason: gamepilot_planner::StopReason::GoalMet,
-                ..
-            })
-        ),
-        "{:?}",
-        s.stopped()
-    );
+    assert_goal_met(&s);
 }
 
 #[test]
@@ -539,17 +544,7 @@ fn the_agent_goal_ends_the_session_after_an_action_and_a_second_look_on_a_fresh_
         ),
         "{fx:#?}"
     );
-    assert!(
-        matches!(
-            s.stopped(),
-            Some(SessionStop::Loop {
-                reason: gamepilot_planner::StopReason::GoalMet,
-                ..
-            })
-        ),
-        "{:?}",
-        s.stopped()
-    );
+    assert_goal_met(&s);
 }
 
 #[test]
