@@ -418,7 +418,7 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
 
 #[test]
 fn a_click_that_changed_nothing_is_followed_by_its_nearest_like_without_a_model_call_and_noted() {
-    // Issue 27's exploration: sgt-fifteen's model clicked a tile that cannot slide and asked again for
+    // Exploration: sgt-fifteen's model clicked a tile that cannot slide and asked again for
     // 15 s a call until the ladder stopped the run; a person tries the next tile.
     let cfg = SessionConfig {
         explore_siblings: true,
@@ -1982,7 +1982,7 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
 
 #[test]
 fn a_step_that_closes_an_open_dialog_with_no_button_so_labelled_taps_escape_without_a_model_call() {
-    // Issue 27: sgt-mines' About box is taller than its window and capture is clipped to the window, so
+    // FR-GND-001: sgt-mines' About box is taller than its window and capture is clipped to the window, so
     // its Close button is never seen; "then close it" is Escape, as a person would press.
     let plan = PlanSpec {
         subgoals: vec![
