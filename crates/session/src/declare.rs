@@ -120,21 +120,30 @@ fn looks_colour(e: &Element) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The part of a text element's box that holds its digits (the box split by character count: "Lines 12"
-/// keeps the last two of eight columns, one column of margin each side); the whole box otherwise.
+/// The part of a text element's box that holds its number — the first run of digits, the one
+/// [`number_in`] reads (the box split by character count: "Lines 12" keeps the last two of eight columns,
+/// one column of margin beside a space or the box's edge, half a column beside another character: the
+/// demo's "8/8 coins left" read undefined over "8/8", and 8 over its first digit); the whole box otherwise.
 fn digits_box(bbox: Rect, label: Option<&str>) -> Rect {
     let Some(label) = label else { return bbox };
     let chars: Vec<char> = label.chars().collect();
-    let (Some(first), Some(last)) = (
-        chars.iter().position(char::is_ascii_digit),
-        chars.iter().rposition(char::is_ascii_digit),
-    ) else {
+    let Some(first) = chars.iter().position(char::is_ascii_digit) else {
         return bbox;
     };
+    let last = chars[first..]
+        .iter()
+        .position(|c| !c.is_ascii_digit())
+        .map_or(chars.len() - 1, |end| first + end - 1);
+    let margin = |neighbour: Option<&char>| match neighbour {
+        None => 1.0,
+        Some(c) if c.is_whitespace() => 1.0,
+        Some(_) => 0.5,
+    };
+    let before = first.checked_sub(1).and_then(|i| chars.get(i));
     let n = chars.len().max(1) as f64;
     let col = bbox.w as f64 / n;
-    let x0 = (first as f64 - 1.0).max(0.0) * col;
-    let x1 = ((last + 2) as f64).min(n) * col;
+    let x0 = (first as f64 - margin(before)).max(0.0) * col;
+    let x1 = (last as f64 + 1.0 + margin(chars.get(last + 1))).min(n) * col;
     let w = (x1 - x0).round().max(1.0) as u32;
     Rect::new(bbox.x + x0.round() as i32, bbox.y, w.min(bbox.w), bbox.h)
 }
@@ -428,6 +437,23 @@ mod tests {
         let lines = d
             .declare(&req("lines", Reads::Number, Some(3), None), &els, size, 1)
             .unwrap();
+        let left = d
+            .declare(
+                &req("left", Reads::Number, Some(9), None),
+                &[element(
+                    9,
+                    Rect::new(123, 667, 130, 35),
+                    Some("8/8 coins left"),
+                    None,
+                )],
+                size,
+                1,
+            )
+            .unwrap();
+        assert_eq!(
+            left.source, "region_integer([123, 667, 14, 35])",
+            "the first number's columns, half a column beside the slash"
+        );
         assert_eq!(
             lines.source, "region_integer([60, 10, 30, 20])",
             "the digits' columns, with margin"
@@ -454,7 +480,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(started.line(), "started = not play_shown");
-        assert_eq!(d.program().len(), 4);
+        assert_eq!(d.program().len(), 5);
         assert_eq!(
             d.templates(),
             vec![("play_shown".to_string(), Rect::new(200, 100, 60, 30))]
