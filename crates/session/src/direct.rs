@@ -141,6 +141,15 @@ impl DirectAim {
         let words = self.words.as_deref()?;
         worded_target(obs, words, excluded, &self.clicked)
     }
+
+    /// Nothing on screen is labelled as the step says and the step closes what is open
+    /// ([`dismisses_open_layer`]): Escape is the step's action.
+    pub fn dismisses(&self, obs: &Observation, excluded: &[ElementId]) -> bool {
+        self.words
+            .as_deref()
+            .is_some_and(|w| dismisses_open_layer(w, obs))
+            && self.target(obs, excluded).is_none()
+    }
 }
 
 /// Words a menu uses for what a person names in other words: "Start a game" is "Play" on a menu with no

@@ -1896,19 +1896,14 @@ impl Session {
             self.release_start_pass(now, out);
         }
         // The subgoal names the one element labelled so: the session clicks it without a model call.
-        let direct = crate::direct::DirectAim {
+        let aim = crate::direct::DirectAim {
             name: job.direct.clone(),
             words: job.direct_words.clone(),
             clicked: job.direct_clicked.clone(),
-        }
-        .target(obs, &job.excluded_marks)
-        .map(|(mark, _)| mark);
+        };
+        let direct = aim.target(obs, &job.excluded_marks).map(|(mark, _)| mark);
         // The subgoal asks to close what is open and nothing is labelled so: Escape, no model call.
-        let dismiss = direct.is_none()
-            && job
-                .direct_words
-                .as_deref()
-                .is_some_and(|w| crate::direct::dismisses_open_layer(w, obs));
+        let dismiss = direct.is_none() && aim.dismisses(obs, &job.excluded_marks);
         // A play field that starts the self-identification probe is not shown to the model: its answer
         // would be set aside for the probe's holds (a cold prompt of seconds spent for nothing).
         let probe_first = !job.perceive_only
@@ -2292,12 +2287,7 @@ impl Session {
         }
         if perceived_only {
             if let Some((aim, excluded)) = direct {
-                let dismiss = aim.target(&t.observation, &excluded).is_none()
-                    && aim
-                        .words
-                        .as_deref()
-                        .is_some_and(|w| crate::direct::dismisses_open_layer(w, &t.observation));
-                if dismiss {
+                if aim.dismisses(&t.observation, &excluded) {
                     return self.dismiss_with_escape(&t.observation, generation, now, out);
                 }
                 return self.ground_direct(&aim, &excluded, &t.observation, generation, now, out);
