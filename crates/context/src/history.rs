@@ -60,11 +60,14 @@ impl ObservationText {
 /// A tool call's JSON (`{"action":"hold_key","key":"d","duration_ms":300}`) in fewer tokens:
 /// `hold_key duration_ms=300 key=d` — the tool's name, then each other field as `name=value` (a
 /// string bare when it is one word without quotes or `=`, else quoted as JSON). Anything else (a
-/// skill call written as text, JSON without an `action` name) is returned unchanged.
+/// skill call written as text, JSON without an `action` name) is returned unchanged; words after the
+/// JSON (what a click landed on: `on "Type"`) follow it.
 pub fn brief_action(action: &str) -> String {
-    let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(action) else {
+    let mut stream = serde_json::Deserializer::from_str(action).into_iter::<serde_json::Value>();
+    let Some(Ok(serde_json::Value::Object(fields))) = stream.next() else {
         return action.to_string();
     };
+    let after = action.get(stream.byte_offset()..).unwrap_or("").trim();
     let Some(serde_json::Value::String(name)) = fields.get("action") else {
         return action.to_string();
     };
@@ -82,6 +85,10 @@ pub fn brief_action(action: &str) -> String {
             other => other.to_string(),
         };
         out.push_str(&format!(" {key}={text}"));
+    }
+    if !after.is_empty() {
+        out.push(' ');
+        out.push_str(after);
     }
     one_line(&out)
 }
@@ -107,6 +114,10 @@ mod tests {
         assert_eq!(
             brief_action(r#"{"action":"note","text":"the shop is north"}"#),
             r#"note text="the shop is north""#
+        );
+        assert_eq!(
+            brief_action(r#"{"action":"click","x":77,"y":14,"button":"left"} on "Type""#),
+            r#"click button=left x=77 y=14 on "Type""#
         );
         assert_eq!(
             brief_action(r#"{"action":"key","key":"a=b"}"#),

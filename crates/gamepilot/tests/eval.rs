@@ -91,3 +91,72 @@ fn a_scripted_correct_host_scores_one_and_a_wrong_one_scores_zero_and_fails_the_
     assert_eq!(result["summary"]["overall"]["correct"], 0);
     assert_eq!(result["summary"]["schema_valid"], 1.0, "valid, just wrong");
 }
+
+/// `gamepilot eval` on the goal-directed points of `corpus/goals.json` (real-game frames, each with the
+/// plan and the actions tried before it) against a host that always waits; the prompts it was sent.
+fn goals(extra: &[&str]) -> (Value, Vec<String>) {
+    let prompts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = prompts.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
+        seen.lock().unwrap().push(req.prompt_text());
+        Reply::json(&json!({"action": "wait", "duration_ms": 100}))
+    })
+    .unwrap();
+    let out_file = tempfile::NamedTempFile::new().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+        .args(["eval", "--model-endpoint", &host.base_url()])
+        .arg("--corpus")
+        .arg(corpus().join("goals.json"))
+        .arg("--out")
+        .arg(out_file.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    println!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let result = serde_json::from_str(&std::fs::read_to_string(out_file.path()).unwrap()).unwrap();
+    let sent = prompts.lock().unwrap().clone();
+    (result, sent)
+}
+
+#[test]
+fn goal_directed_points_carry_their_history_and_as_run_the_session_decides_what_its_subgoal_names() {
+    let (result, prompts) = goals(&[]);
+    let points = result["summary"]["overall"]["points"].as_u64().unwrap();
+    assert!(points >= 12, "{}", result["summary"]);
+    assert_eq!(prompts.len() as u64, points, "every point asked of the model");
+    assert_eq!(
+        result["summary"]["overall"]["correct"], 0,
+        "waiting is never right"
+    );
+    // The menu's item, once "Type" was clicked: the history names what the click landed on and the
+    // open menu's items are listed in it.
+    let nine = prompts
+        .iter()
+        .find(|p| p.contains("Goal: Choose the 9x9 board from the Type menu") && p.contains("in popup"))
+        .expect("the net/9x9 point's prompt");
+    assert!(nine.contains(r#"on "Type" -> confirmed"#), "{nine}");
+    assert!(nine.contains("[>] Choose the 9x9 board"), "{nine}");
+
+    let (result, prompts) = goals(&["--as-run"]);
+    let summary = &result["summary"];
+    let by_session = summary["by_session"].as_u64().unwrap();
+    assert!(by_session >= 1, "{summary}");
+    assert_eq!(
+        prompts.len() as u64 + by_session,
+        points,
+        "the model is asked only where the session does not decide"
+    );
+    assert_eq!(
+        summary["overall"]["correct"].as_u64().unwrap(),
+        by_session,
+        "each of the session's choices is right, no model answer is: {summary}"
+    );
+    for r in result["results"].as_array().unwrap() {
+        let kind = r["kind"].as_str().unwrap();
+        if kind == "goal/menu_bar" || kind == "goal/dialog" {
+            assert_eq!(r["by_session"], true, "{r}");
+        }
+    }
+}

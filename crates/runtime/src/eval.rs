@@ -6,7 +6,7 @@
 use crate::RuntimeError;
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
-use gamepilot_session::eval::{judge, DecisionPoint, PointResult};
+use gamepilot_session::eval::{judge, prompt_at, session_choice, DecisionPoint, PointResult};
 use gamepilot_session::relevance::Focus;
 use gamepilot_session::{observation_for_model, session_tools, Session, SessionConfig};
 use gamepilot_session::{tactical_schema, Cadence, ObservationText, SchemaLimits, TacticalReply, ToolSet};
@@ -22,6 +22,9 @@ pub struct EvalSetup<'a> {
     pub max_tokens: u32,
     /// Write each point's prompt messages here (`<n>.txt`), to read what the model read.
     pub prompts: Option<&'a Path>,
+    /// Goal-directed points as `run` decides them: where the session grounds the subgoal without a
+    /// model call, its choice is scored and the model is not asked.
+    pub as_run: bool,
 }
 
 /// A saved frame perceived as the tactical thread perceives it (PP-OCR, elements, stable ids).
@@ -101,21 +104,63 @@ pub fn evaluate(
             let (obs, size) = perceive_with(&mut ocr, &setup.frames.join(&point.frame))?;
             perceived = Some((point.frame.clone(), size, obs));
         }
-        let Some((_, size, obs)) = perceived.as_ref() else {
+        let Some((_, size, seen)) = perceived.as_ref() else {
             continue;
+        };
+        let mut placed;
+        let obs = if point.layers.is_empty() {
+            seen
+        } else {
+            placed = seen.clone();
+            placed.place_layers(&point.layers);
+            &placed
         };
         // The context of a fresh session for this goal: the prefix `run` sends, byte for byte.
         let cfg = SessionConfig {
             goal: point.goal.clone(),
             ..base.clone()
         };
-        let text = text_for_model(obs, &Focus::new(point.goal.clone(), ""), &cfg);
+        let subgoal = point.before.as_ref().map_or("", |b| b.subgoal.as_str());
+        let text = text_for_model(obs, &Focus::new(point.goal.clone(), subgoal), &cfg);
         let session = Session::new(cfg, MonoTime::ZERO).map_err(|e| RuntimeError::Eval(e.to_string()))?;
-        let prompt = session.context().assemble(
-            Cadence::Tactical,
-            &ObservationText::new(MonoTime::ZERO, text),
-            None,
-        );
+        let prompt = match &point.before {
+            // A goal-directed point: the plan and the actions tried, each named from its own frame.
+            Some(before) => {
+                let at = before.tried.last().map_or(MonoTime::ZERO, |t| {
+                    MonoTime((t.at_s.max(0.0) * 1e6) as u64).plus(std::time::Duration::from_secs(1))
+                });
+                let mut tried_on = Vec::with_capacity(before.tried.len());
+                for t in &before.tried {
+                    tried_on.push(perceive_with(&mut ocr, &setup.frames.join(&t.frame))?.0);
+                }
+                let chosen = setup
+                    .as_run
+                    .then(|| session_choice(before, obs, &tried_on))
+                    .flatten();
+                if let Some(reply) = chosen {
+                    let result = PointResult {
+                        id: point.id.clone(),
+                        kind: point.kind.clone(),
+                        valid: true,
+                        correct: judge(&reply, obs, point),
+                        latency_ms: 0.0,
+                        prompt_tokens: 0,
+                        cached_tokens: 0,
+                        reply: format!("session, no model call: {}", reply_text(&reply)),
+                        by_session: true,
+                    };
+                    progress(&result);
+                    out.push(result);
+                    continue;
+                }
+                prompt_at(&session, before, &tried_on, &ObservationText::new(at, text))
+            }
+            None => session.context().assemble(
+                Cadence::Tactical,
+                &ObservationText::new(MonoTime::ZERO, text),
+                None,
+            ),
+        };
         let marks: Vec<ElementId> = obs.elements.iter().map(|e| e.id).collect();
         let schema = tactical_schema(&tools, &marks, *size, &SchemaLimits::default())?;
         let chat = ChatRequest::from_prompt(setup.model_name, &prompt, setup.max_tokens);
@@ -135,6 +180,7 @@ pub fn evaluate(
                     prompt_tokens: t.prompt_tokens.unwrap_or(0),
                     cached_tokens: t.cached_tokens.unwrap_or(0),
                     reply: r.reply.content.clone(),
+                    by_session: false,
                 }
             }
             Err(e) => PointResult {
@@ -146,12 +192,23 @@ pub fn evaluate(
                 prompt_tokens: 0,
                 cached_tokens: 0,
                 reply: format!("error: {e}"),
+                by_session: false,
             },
         };
         progress(&result);
         out.push(result);
     }
     Ok(out)
+}
+
+/// A choice the session made, as the reply column shows it.
+fn reply_text(reply: &TacticalReply) -> String {
+    match reply {
+        TacticalReply::ClickMark { mark, .. } => format!("click_mark {mark}"),
+        TacticalReply::Act(a) => serde_json::to_string(a).unwrap_or_default(),
+        TacticalReply::Note { text } => format!("note {text}"),
+        TacticalReply::MoveTo { mark } => format!("move_to {mark}"),
+    }
 }
 
 /// One point's prompt as text: the point's id, then each message's role and content.
@@ -293,6 +350,7 @@ pub fn evaluate_declarations(
             prompt_tokens: 0,
             cached_tokens: 0,
             reply: said,
+            by_session: false,
         };
         progress(&result);
         out.push(result);

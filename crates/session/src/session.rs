@@ -565,6 +565,34 @@ pub fn session_tools(camera_calibrated: bool) -> Vec<Tool> {
         .collect()
 }
 
+/// How an action the session takes is named in the history the model reads (and in the loop's cycle
+/// keys): the action as the executor runs it, in JSON, and for a click what it landed on by its label —
+/// the clicked mark, or else the smallest labelled element under the point. "click at 77,14 ->
+/// confirmed" does not tell a model that the Type menu is open now; `on "Type"` does (measured with
+/// `gamepilot eval --corpus corpus/goals.json`, docs/eval.md).
+pub(crate) fn action_label(action: &Action, mark: Option<ElementId>, on: &Observation) -> String {
+    let json = serde_json::to_string(action).unwrap_or_default();
+    let (Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. }) = action else {
+        return json;
+    };
+    let at = Point::new(*x, *y);
+    let under = || {
+        on.elements
+            .iter()
+            .filter(|e| e.label.is_some() && e.bbox.contains(at))
+            .min_by_key(|e| u64::from(e.bbox.w) * u64::from(e.bbox.h))
+    };
+    let label = mark
+        .and_then(|m| on.element(m))
+        .or_else(under)
+        .and_then(|e| e.label.as_deref())
+        .map(|l| l.replace('"', "'"));
+    match label {
+        Some(l) => format!("{json} on \"{}\"", l.chars().take(40).collect::<String>()),
+        None => json,
+    }
+}
+
 /// The expected change of an action and the pixels to watch for it (FR-GND-006).
 fn expectation(action: &Action, mark: Option<(ElementId, Rect)>) -> (ExpectedChange, Option<Rect>) {
     let view_change = ExpectedChange::SensorDelta {
@@ -2718,7 +2746,7 @@ impl Session {
                 (a.clone(), cursor_item(a, marks), path, target)
             }
         };
-        let label = serde_json::to_string(&action).unwrap_or_default();
+        let label = action_label(&action, mark.map(|(id, _)| id), marks);
         let expected = expectation(&action, mark);
         Some(GroundedAction::new(
             action, target, path, expected, label, generation,

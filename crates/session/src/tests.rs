@@ -324,6 +324,13 @@ fn a_mark_is_grounded_to_its_centre_executed_and_verified_under_one_id() {
     )));
     assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts once verified");
     assert!(plan_block(&s).contains("confirmed"));
+    // What the click landed on is named in the history the model reads, not only its coordinates.
+    assert!(
+        plan_block(&s)
+            .contains(r#"{"action":"click","x":640,"y":324,"button":"left"} on "Play" -> confirmed"#),
+        "{}",
+        plan_block(&s)
+    );
 }
 
 #[test]

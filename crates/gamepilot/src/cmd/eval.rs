@@ -37,6 +37,10 @@ pub struct Args {
     /// check on, a frame with the goal done): right when the declared check reads false, then true.
     #[arg(long)]
     pub declarations: Option<PathBuf>,
+    /// Score goal-directed points as `run` decides them: where the session grounds the subgoal without
+    /// a model call (it names the element, or the subgoal closes what is open), its choice is scored.
+    #[arg(long)]
+    pub as_run: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -111,6 +115,7 @@ fn with_host(
         frames: &frames,
         max_tokens: args.max_tokens,
         prompts: args.prompts.as_deref(),
+        as_run: args.as_run,
     };
     score(&setup)
 }
