@@ -4,7 +4,8 @@
 //! the window manager puts away from the game, is moved over it, typed into and confirmed. In a real SDL
 //! game's key-driven menu (LTris): the observation marks the selected item and two Down presses move it
 //! two items. Every outcome is judged by the game itself (its window's size, its dialog window, its menu
-//! as OCR reads it), never by the agent.
+//! as OCR reads it), never by the agent. In a tile puzzle (sgt-fifteen) a tile that cannot slide is
+//! followed, without a model call, by the nearest tile like it until one slides, and the model is told.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test support code
 
@@ -27,8 +28,13 @@ const NEVER: &str = "region_fraction([0, 0, 8, 8], value>0.99) > 2";
 /// test machine shares with the agent, whose reflex is what these tests are not about), and wait for
 /// its mapped window.
 fn launch(bed: &mut TestBed, binary: &str, env: &[(&str, &str)]) -> u32 {
+    launch_with(bed, binary, &[], env)
+}
+
+/// [`launch`] with arguments for the game (a game ID, say).
+fn launch_with(bed: &mut TestBed, binary: &str, args: &[&str], env: &[(&str, &str)]) -> u32 {
     let mut cmd = Command::new("nice");
-    cmd.args(["-n", "10", binary]);
+    cmd.args(["-n", "10", binary]).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -511,4 +517,136 @@ fn run_sees_the_cursor_of_an_sdl_games_key_driven_menu_move_two_items() {
             "each Down press is verified: {k}\n{text}"
         );
     }
+}
+
+/// How many dark pixels (digits drawn on a tile) the window shows in `region`.
+fn dark_pixels(x: &gamepilot_x11::X11, win: u32, region: gamepilot_core::Rect) -> usize {
+    let mut cap = gamepilot_x11::WindowCapturer::new(x, win).unwrap();
+    let frame = cap.capture(x, gamepilot_core::MonoTime::ZERO).unwrap();
+    let view = frame.view();
+    let mut n = 0;
+    for y in region.y..region.y + region.h as i32 {
+        for x in region.x..region.x + region.w as i32 {
+            let [r, g, b] = view.rgb(x as u32, y as u32);
+            if u32::from(r) + u32::from(g) + u32::from(b) < 200 {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn a_tile_that_cannot_slide_is_followed_by_its_nearest_like_until_one_slides_and_the_model_is_told() {
+    // FR-LOOP-002, FR-GND-006, FR-CTX-004: the model picks a tile away from the gap; its click is
+    // refuted (nothing moved); the session clicks the nearest tiles like it without a model call, each
+    // verified, until one slides into the gap; the note of what worked reaches the next prompt.
+    let mut bed = TestBed::start().unwrap();
+    // The gap at row 1, column 4: of "9"'s neighbours only "8" (above) and "15" (right) can slide.
+    let board = "4x4:13,11,8,0,1,5,9,15,10,6,7,2,14,4,12,3";
+    let win = launch_with(&mut bed, "/usr/games/sgt-fifteen", &[board], &[]);
+    let x = bed.x11().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let gap = gamepilot_core::Rect::new(174, 57, 36, 32);
+    assert_eq!(dark_pixels(&x, win, gap), 0, "the gap is empty at the start");
+    let prompts: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = prompts.clone();
+    let asked = Arc::new(AtomicU32::new(0));
+    let clicks = asked.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
+        if req.system_text().contains("deliberative planner") {
+            return gamepilot_testbed::plan_reply(
+                req,
+                &[(
+                    "Make a first move: slide a tile next to the empty space into it",
+                    "",
+                )],
+            );
+        }
+        let prompt = req.prompt_text();
+        let nine = mark_with(&prompt, "9", "row 2 column 3");
+        seen.lock().unwrap().push(prompt);
+        match nine {
+            Some(mark) if clicks.fetch_add(1, Ordering::SeqCst) == 0 => {
+                Reply::json(&json!({"action": "click_mark", "mark": mark}))
+            }
+            _ => Reply::json(&json!({"action": "wait", "duration_ms": 300})),
+        }
+    })
+    .unwrap();
+    let (_dir, rec, child) = spawn_run(
+        &bed,
+        win,
+        &host,
+        "Make a first move: slide a tile next to the empty space into it",
+        &[],
+    );
+    let child = wait_or_fail(
+        child,
+        Duration::from_secs(120),
+        "no tile slid into the gap",
+        || dark_pixels(&x, win, gap) > 20,
+    );
+    let child = wait_or_fail(
+        child,
+        Duration::from_secs(60),
+        "the model was never told what worked",
+        || {
+            prompts
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|p| p.contains("changed the screen"))
+        },
+    );
+    let out = stop(child);
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    let ev = events(&rec);
+    let clicked: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["kind"] == "action" && e["payload"]["action"] == "click")
+        .collect();
+    let verdict = |a: &Value| {
+        ev.iter()
+            .find(|e| e["kind"] == "verdict" && e["action"] == a["action"])
+            .and_then(|e| e["verdict"].as_str())
+            .unwrap_or("none")
+            .to_string()
+    };
+    let verdicts: Vec<String> = clicked.iter().map(|a| verdict(a)).collect();
+    println!("clicks: {verdicts:?}\n{text}");
+    assert_eq!(
+        verdicts.first().map(String::as_str),
+        Some("refuted"),
+        "the model's tile: {text}"
+    );
+    assert_eq!(
+        verdicts.last().map(String::as_str),
+        Some("confirmed"),
+        "the tile that slid: {verdicts:?}\n{text}"
+    );
+    assert!(
+        (2..=4).contains(&clicked.len()),
+        "the model's click, then at most three tried: {verdicts:?}"
+    );
+    let explored = ev
+        .iter()
+        .filter(|e| {
+            e["kind"] == "note"
+                && e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("exploring without a model call"))
+        })
+        .count();
+    assert_eq!(
+        explored,
+        clicked.len() - 1,
+        "every click after the model's was exploration's: {text}"
+    );
+    assert!(
+        asked.load(Ordering::SeqCst) >= 2,
+        "the model was asked again after: {text}"
+    );
+    assert!(x.server_held().unwrap().is_empty());
 }
