@@ -244,3 +244,56 @@ fn doctor_says_which_host_it_is_and_whether_it_sees_images() {
         assert!(line.contains(images), "{kind:?}: {line}");
     }
 }
+
+#[test]
+fn a_goal_check_or_sensor_file_that_does_not_compile_is_refused_before_any_window_or_host() {
+    // FR-PERC-008 (sensors compile before they are evaluated): what the flags alone decide is refused
+    // first, named, in well under 2 s: no display is opened (":999" has none) and no llama-server is
+    // started (the `--llama-server` given would leave a mark if it were).
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let server = dir.path().join("llama-server");
+    std::fs::write(
+        &server,
+        format!("#!/bin/sh\ntouch {}\nsleep 30\n", started.display()),
+    )
+    .unwrap();
+    Command::new("chmod").arg("755").arg(&server).status().unwrap();
+    let sensors = dir.path().join("bad.sensors");
+    std::fs::write(&sensors, "sensor coins = region_integer([10, 10, 40, 20]\n").unwrap();
+    let model = dir.path().join("tiny.gguf");
+    std::fs::write(&model, b"GGUF\x03\0\0\0 a stand-in model").unwrap();
+    for (extra, names) in [
+        (vec!["--goal-check", "coins >="], "--goal-check"),
+        (
+            vec!["--sensors", sensors.to_str().unwrap()],
+            "sensor file has errors",
+        ),
+    ] {
+        let t = Instant::now();
+        let out = gamepilot()
+            .args([
+                "run",
+                "--display",
+                ":999",
+                "--window",
+                "0x1",
+                "--goal",
+                "collect a coin",
+            ])
+            .arg("--llama-server")
+            .arg(&server)
+            .arg("--model")
+            .arg(&model)
+            .args(extra)
+            .output()
+            .unwrap();
+        let took = t.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(names), "named: {err}");
+        assert!(took < Duration::from_secs(2), "refused in {took:?}: {err}");
+        assert!(!started.exists(), "no model host was started: {err}");
+        assert!(!err.contains(":999"), "no display was opened first: {err}");
+    }
+}

@@ -125,14 +125,24 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 fn compile_sensors(
     cfg: &AgentConfig,
 ) -> Result<(Program, Option<Expression>, Postconditions, Vec<Expression>), RuntimeError> {
-    let src = cfg.sensors_src.clone().unwrap_or_default();
-    let program = gamepilot_sensor::compile(&src).map_err(|e| {
+    compile_user_sensors(cfg.sensors_src.as_deref(), cfg.goal_check.as_deref())
+}
+
+/// The user's sensor file and goal check compiled (`run` calls it before anything starts, so a flag
+/// that cannot work is refused in milliseconds, with no model host loaded): the program, the goal
+/// check, and the postconditions a plan may use (the goal check, then each boolean sensor).
+pub fn compile_user_sensors(
+    sensors_src: Option<&str>,
+    goal_check: Option<&str>,
+) -> Result<(Program, Option<Expression>, Postconditions, Vec<Expression>), RuntimeError> {
+    let src = sensors_src.unwrap_or_default();
+    let program = gamepilot_sensor::compile(src).map_err(|e| {
         RuntimeError::Setup(format!(
             "sensor file has errors:\n{}",
-            gamepilot_sensor::render_all(e.diagnostics(), "sensors", &src)
+            gamepilot_sensor::render_all(e.diagnostics(), "sensors", src)
         ))
     })?;
-    let goal = match cfg.goal_check.as_deref() {
+    let goal = match goal_check {
         Some(g) => Some(program.compile_expression(g).map_err(|e| {
             RuntimeError::Setup(format!(
                 "--goal-check is not a valid sensor expression:\n{}",
@@ -141,7 +151,7 @@ fn compile_sensors(
         })?),
         None => None,
     };
-    let mut sources: Vec<String> = cfg.goal_check.iter().cloned().collect();
+    let mut sources: Vec<String> = goal_check.iter().map(|g| g.to_string()).collect();
     for def in program.sensors() {
         if def.ty == gamepilot_sensor::Type::Bool && !sources.contains(&def.name) {
             sources.push(def.name.clone());

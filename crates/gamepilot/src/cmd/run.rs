@@ -617,6 +617,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (exec, panic) = args.limits.config()?;
     // SIGINT / SIGTERM / SIGHUP from here on stop the session cleanly (exit 128 + signal).
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
+    // What the flags alone decide is refused before anything starts: no window is touched and no model
+    // host loaded for a goal check or a sensor file that cannot compile.
+    let sensors_src = match &args.sensors {
+        Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
+        None => None,
+    };
+    gamepilot_runtime::agent::compile_user_sensors(sensors_src.as_deref(), args.goal_check.as_deref())?;
     let (x, win) = args.target.resolve()?;
     // Input reaches only a game in front (FR-SAFE-004): ask the window manager to raise it, never by
     // synthesised input. While another window has the focus the session waits for it.
@@ -630,10 +637,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     drop(x);
     // FR-SAFE-005: no screen text, no destructive-action hold; refuse before anything starts.
     gamepilot_ocr::describe_backend().context("OCR does not work, and the agent does not act unread")?;
-    let sensors_src = match &args.sensors {
-        Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
-        None => None,
-    };
     let wiring = reflex_wiring(
         args.target.display.clone(),
         &win,
