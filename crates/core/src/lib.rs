@@ -20,4 +20,6 @@ pub use ids::{ActionId, ElementId, SubgoalId};
 pub use keys::{Chord, KeyError, Keysym};
 pub use time::MonoTime;
 pub use transform::{ScreenPoint, TransformChain, TransformError};
-pub use vocabulary::{FrameChange, FrameHealth, FrameProblem, HaltCause, Interlock, Verdict, Worker};
+pub use vocabulary::{
+    DegradeCommand, FrameChange, FrameHealth, FrameProblem, HaltCause, Interlock, Safeguard, Verdict, Worker,
+};

@@ -196,22 +196,79 @@ pub enum Interlock {
     HeldDivergence,
 }
 
+/// What a recording's `interlock` record says acted: an [`Interlock`] of the reflex, or one of the
+/// session's own holds and waits. Written in snake_case (`focus_lost`, `destructive_action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Safeguard {
+    UserInput,
+    Halt,
+    GuardianGone,
+    FocusLost,
+    FocusBack,
+    DeniedKey,
+    MaxHold,
+    FrameHealth,
+    WindowChanged,
+    CaptureFailed,
+    HeldDivergence,
+    /// The escalation ladder climbed a rung.
+    Escalate,
+    /// A destructive action was held, answered, dropped or left unexecuted (FR-SAFE-005).
+    DestructiveAction,
+    /// The user resumed a session their input paused (FR-SAFE-002).
+    UserResume,
+    /// The game is not in front: the session waits (no model calls, verdicts or ladder).
+    NotInFront,
+    /// The game is in front again.
+    InFront,
+}
+
+impl Safeguard {
+    /// The snake_case name, as serde writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Safeguard::UserInput => "user_input",
+            Safeguard::Halt => "halt",
+            Safeguard::GuardianGone => "guardian_gone",
+            Safeguard::FocusLost => "focus_lost",
+            Safeguard::FocusBack => "focus_back",
+            Safeguard::DeniedKey => "denied_key",
+            Safeguard::MaxHold => "max_hold",
+            Safeguard::FrameHealth => "frame_health",
+            Safeguard::WindowChanged => "window_changed",
+            Safeguard::CaptureFailed => "capture_failed",
+            Safeguard::HeldDivergence => "held_divergence",
+            Safeguard::Escalate => "escalate",
+            Safeguard::DestructiveAction => "destructive_action",
+            Safeguard::UserResume => "user_resume",
+            Safeguard::NotInFront => "not_in_front",
+            Safeguard::InFront => "in_front",
+        }
+    }
+}
+
 impl Interlock {
+    /// Which kind of interlock it is, without its data.
+    pub fn kind(&self) -> Safeguard {
+        match self {
+            Interlock::UserInput => Safeguard::UserInput,
+            Interlock::Halt { .. } => Safeguard::Halt,
+            Interlock::GuardianGone => Safeguard::GuardianGone,
+            Interlock::FocusLost => Safeguard::FocusLost,
+            Interlock::FocusBack => Safeguard::FocusBack,
+            Interlock::DeniedKey => Safeguard::DeniedKey,
+            Interlock::MaxHold => Safeguard::MaxHold,
+            Interlock::FrameHealth { .. } => Safeguard::FrameHealth,
+            Interlock::WindowChanged { .. } => Safeguard::WindowChanged,
+            Interlock::CaptureFailed { .. } => Safeguard::CaptureFailed,
+            Interlock::HeldDivergence => Safeguard::HeldDivergence,
+        }
+    }
+
     /// The stable snake_case name written to recordings and `act`'s JSON lines.
     pub fn name(&self) -> &'static str {
-        match self {
-            Interlock::UserInput => "user_input",
-            Interlock::Halt { .. } => "halt",
-            Interlock::GuardianGone => "guardian_gone",
-            Interlock::FocusLost => "focus_lost",
-            Interlock::FocusBack => "focus_back",
-            Interlock::DeniedKey => "denied_key",
-            Interlock::MaxHold => "max_hold",
-            Interlock::FrameHealth { .. } => "frame_health",
-            Interlock::WindowChanged { .. } => "window_changed",
-            Interlock::CaptureFailed { .. } => "capture_failed",
-            Interlock::HeldDivergence => "held_divergence",
-        }
+        self.kind().name()
     }
 
     /// Whether the session cannot go on after it (input halted or disarmed, or the session cannot see).
@@ -221,6 +278,59 @@ impl Interlock {
             self,
             Interlock::Halt { .. } | Interlock::GuardianGone | Interlock::CaptureFailed { .. }
         )
+    }
+}
+
+/// A step of the model hosts' GPU-memory ladder (FR-MODEL-004): what the hosts and the session change.
+/// The ladder decides it, the host keeper restarts hosts for it, and the session sends smaller prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum DegradeCommand {
+    ReduceContext {
+        to_tokens: u32,
+    },
+    ReduceVisualBudget {
+        factor: f64,
+    },
+    /// Restart the deliberative host with no GPU layers.
+    MoveDeliberativeOffGpu,
+    RestoreDeliberativeGpu,
+    RestoreVisualBudget,
+    RestoreContext {
+        to_tokens: u32,
+    },
+}
+
+impl DegradeCommand {
+    /// The visual budget it sets, as a fraction of the configured one (1.0 restores it).
+    pub fn visual_factor(&self) -> Option<f64> {
+        match self {
+            DegradeCommand::ReduceVisualBudget { factor } => Some(*factor),
+            DegradeCommand::RestoreVisualBudget => Some(1.0),
+            _ => None,
+        }
+    }
+
+    /// The context size in tokens it sets.
+    pub fn context_tokens(&self) -> Option<u32> {
+        match self {
+            DegradeCommand::ReduceContext { to_tokens } | DegradeCommand::RestoreContext { to_tokens } => {
+                Some(*to_tokens)
+            }
+            _ => None,
+        }
+    }
+
+    /// Its snake_case name, as serde writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DegradeCommand::ReduceContext { .. } => "reduce_context",
+            DegradeCommand::ReduceVisualBudget { .. } => "reduce_visual_budget",
+            DegradeCommand::MoveDeliberativeOffGpu => "move_deliberative_off_gpu",
+            DegradeCommand::RestoreDeliberativeGpu => "restore_deliberative_gpu",
+            DegradeCommand::RestoreVisualBudget => "restore_visual_budget",
+            DegradeCommand::RestoreContext { .. } => "restore_context",
+        }
     }
 }
 
@@ -248,5 +358,63 @@ impl Worker {
 impl fmt::Display for Worker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_interlock_kind_and_a_degrade_command_are_written_by_the_names_they_give() {
+        // INV-CTX-002 (an open, documented format): docs/recording-format.md lists these names
+        use Safeguard as K;
+        for k in [
+            K::UserInput,
+            K::Halt,
+            K::GuardianGone,
+            K::FocusLost,
+            K::FocusBack,
+            K::DeniedKey,
+            K::MaxHold,
+            K::FrameHealth,
+            K::WindowChanged,
+            K::CaptureFailed,
+            K::HeldDivergence,
+            K::Escalate,
+            K::DestructiveAction,
+            K::UserResume,
+            K::NotInFront,
+            K::InFront,
+        ] {
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{}\"", k.name()));
+            let back: Safeguard = serde_json::from_str(&format!("\"{}\"", k.name())).unwrap();
+            assert_eq!(back, k);
+        }
+        assert_eq!(
+            Interlock::Halt {
+                cause: HaltCause::Panic
+            }
+            .kind(),
+            K::Halt
+        );
+        for c in [
+            DegradeCommand::ReduceContext { to_tokens: 2048 },
+            DegradeCommand::ReduceVisualBudget { factor: 0.5 },
+            DegradeCommand::MoveDeliberativeOffGpu,
+            DegradeCommand::RestoreDeliberativeGpu,
+            DegradeCommand::RestoreVisualBudget,
+            DegradeCommand::RestoreContext { to_tokens: 8192 },
+        ] {
+            let v = serde_json::to_value(c).unwrap();
+            assert_eq!(v["command"], c.name(), "{v}");
+            assert_eq!(serde_json::from_value::<DegradeCommand>(v).unwrap(), c);
+        }
+        assert_eq!(DegradeCommand::RestoreVisualBudget.visual_factor(), Some(1.0));
+        assert_eq!(
+            DegradeCommand::ReduceContext { to_tokens: 2048 }.context_tokens(),
+            Some(2048)
+        );
     }
 }

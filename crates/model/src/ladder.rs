@@ -39,23 +39,7 @@ impl DegradeLevel {
 }
 
 /// What the session must do; the caller applies it (restart a host, change the budget).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "command", rename_all = "snake_case")]
-pub enum DegradeCommand {
-    ReduceContext {
-        to_tokens: u32,
-    },
-    ReduceVisualBudget {
-        factor: f64,
-    },
-    /// Restart the deliberative host with no GPU layers.
-    MoveDeliberativeOffGpu,
-    RestoreDeliberativeGpu,
-    RestoreVisualBudget,
-    RestoreContext {
-        to_tokens: u32,
-    },
-}
+pub use gamepilot_core::DegradeCommand;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LadderConfig {

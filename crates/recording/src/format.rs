@@ -96,9 +96,9 @@ pub enum Record {
         #[serde(default)]
         summary: String,
     },
-    /// A safety interlock acted (focus lost, user input, panic key, max hold, denied key, ...).
+    /// A safety interlock acted, or the session held or waited (`gamepilot_core::Safeguard`).
     Interlock {
-        interlock: String,
+        interlock: gamepilot_core::Safeguard,
         detail: String,
     },
     /// One tick of a cadence: when it was due, when it started, how long it ran, what input was held.
@@ -209,7 +209,7 @@ mod tests {
             seq: 3,
             t_us: 42,
             record: Record::Interlock {
-                interlock: "focus_lost".into(),
+                interlock: gamepilot_core::Safeguard::FocusLost,
                 detail: "x".into(),
             },
         };

@@ -192,7 +192,7 @@ impl Analysis {
                 }
                 Record::Interlock { interlock, detail } => a.interlocks.push(Mark {
                     t_us: l.t_us,
-                    label: format!("{interlock}: {detail}"),
+                    label: format!("{}: {detail}", interlock.name()),
                 }),
                 Record::Compaction {
                     before_tokens,

@@ -14,7 +14,7 @@
 
 use crate::deliberative::{self, DeliberationRequest, DeliberationResult, Postconditions};
 use crate::reflex::{self, ReflexSetup};
-use crate::session_inputs::{degrade_step, host_restart};
+use crate::session_inputs::host_restart;
 use crate::stop_signals::{StopSignal, StopSignals};
 use crate::tactical::{self, TacticalReport, TacticalRequest, TacticalSetup};
 use crate::worker::{
@@ -610,7 +610,7 @@ pub fn run_agent(mut cfg: AgentConfig) -> Result<Summary, RuntimeError> {
         }
         let mut notices = Vec::new();
         while let Some(c) = cfg.degrade.as_ref().and_then(|r| r.try_recv().ok()) {
-            inputs.push(Input::Degrade(degrade_step(&c)));
+            inputs.push(Input::Degrade(c));
             notices.extend(hosts.apply(&c));
         }
         notices.extend(hosts.poll());

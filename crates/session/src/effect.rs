@@ -222,7 +222,7 @@ pub enum SessionRecord {
         evidence: String,
     },
     Interlock {
-        interlock: String,
+        interlock: gamepilot_core::Safeguard,
         detail: String,
     },
     Compaction(CompactionEvent),

@@ -57,7 +57,7 @@ pub enum Input {
     /// The user's answer to a destructive-action hold (FR-SAFE-005).
     Confirmation(ConfirmationAnswer),
     /// A GPU-memory degrade step (FR-MODEL-004) the wiring's memory watch decided.
-    Degrade(DegradeStep),
+    Degrade(gamepilot_core::DegradeCommand),
     /// A model host the degrade ladder restarts: while the tactical one restarts no tactical call starts.
     HostRestart(HostRestart),
     /// A stop from outside the loop: a signal, a dead worker, the wiring's own failure.
@@ -218,19 +218,6 @@ pub struct HostRestart {
     pub failed: Option<String>,
     /// In words, for the recording.
     pub detail: String,
-}
-
-/// A GPU-memory degrade step (FR-MODEL-004): what the session sends from now on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DegradeStep {
-    /// The ladder's command, in words.
-    pub level: String,
-    /// The visual budget as a fraction of the configured one (1.0 restores it); `None` keeps it.
-    #[serde(default)]
-    pub visual_factor: Option<f64>,
-    /// A new context size in tokens (compaction keeps prompts inside it); `None` keeps it.
-    #[serde(default)]
-    pub context_tokens: Option<u32>,
 }
 
 /// A stop from outside the loop logic.

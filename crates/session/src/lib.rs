@@ -26,8 +26,8 @@ pub use effect::{
     SessionStop, TacticalJob,
 };
 pub use input::{
-    ConfirmationAnswer, DegradeStep, ExternalStop, FailureKind, HostRestart, Input, ModelReply, PlanOutcome,
-    ReflexReport, ReflexStats, ResearchFindings, TacticalFailure,
+    ConfirmationAnswer, ExternalStop, FailureKind, HostRestart, Input, ModelReply, PlanOutcome, ReflexReport,
+    ReflexStats, ResearchFindings, TacticalFailure,
 };
 pub use scene::{scene_kind, SceneKind};
 

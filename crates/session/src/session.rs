@@ -22,7 +22,7 @@ use gamepilot_context::{
     PlanStep, ResearchExcerpt, SchemaLimits, StepStatus, TacticalReply, Tool, ToolSet,
 };
 use gamepilot_core::action::{Action, Intention};
-use gamepilot_core::{ElementId, FrameHealth, Interlock, MonoTime, Point, Rect, SubgoalId};
+use gamepilot_core::{ElementId, FrameHealth, Interlock, MonoTime, Point, Rect, Safeguard, SubgoalId};
 use gamepilot_executor::RejectReason;
 use gamepilot_grounding::{
     ActionId, ChangeDirection, Evidence, ExpectedChange, FailureCause, FailureFacts, FailureHistogram,
@@ -899,7 +899,7 @@ impl Session {
             }
             Input::Interlock { interlock, detail } => {
                 out.push(Effect::Record(SessionRecord::Interlock {
-                    interlock: interlock.name().into(),
+                    interlock: interlock.kind(),
                     detail: detail.clone(),
                 }));
                 if matches!(interlock, Interlock::CaptureFailed { .. }) {
@@ -930,11 +930,11 @@ impl Session {
             Input::Research(r) => self.on_research(r, now, &mut out),
             Input::Confirmation(a) => self.on_confirmation(a, now, &mut out),
             Input::Degrade(d) => {
-                if let Some(f) = d.visual_factor.filter(|f| f.is_finite() && *f > 0.0) {
+                if let Some(f) = d.visual_factor().filter(|f| f.is_finite() && *f > 0.0) {
                     self.cfg.visual_pixels = ((self.base_visual_pixels as f64) * f.min(1.0)) as u64;
                 }
                 // A restore never sets a context larger than the host's own (FR-MODEL-004).
-                if let Some(tokens) = d.context_tokens.map(|t| t.min(self.host_context_tokens)) {
+                if let Some(tokens) = d.context_tokens().map(|t| t.min(self.host_context_tokens)) {
                     if self.context.set_context_tokens(tokens).is_ok() {
                         self.cfg.context_tokens = tokens;
                     }
@@ -942,7 +942,9 @@ impl Session {
                 out.push(Effect::Record(SessionRecord::Note {
                     text: format!(
                         "GPU memory degrade ({}): visual pixels {}, context {} tokens",
-                        d.level, self.cfg.visual_pixels, self.cfg.context_tokens
+                        d.name(),
+                        self.cfg.visual_pixels,
+                        self.cfg.context_tokens
                     ),
                 }));
             }
@@ -1154,7 +1156,7 @@ impl Session {
                         .escalations
                         .push((rung, now.since(self.began).as_secs_f64()));
                     out.push(Effect::Record(SessionRecord::Interlock {
-                        interlock: "escalate".into(),
+                        interlock: Safeguard::Escalate,
                         detail: format!("{rung:?}"),
                     }));
                     self.safe.abandon();
@@ -1287,7 +1289,7 @@ impl Session {
         if let Some(h) = self.held.take() {
             self.numbers.rejected += 1;
             out.push(Effect::Record(SessionRecord::Interlock {
-                interlock: "destructive_action".into(),
+                interlock: Safeguard::DestructiveAction,
                 detail: format!(
                     "{}: still held when the session stopped; not executed",
                     h.grounded.label
@@ -1307,7 +1309,7 @@ impl Session {
         let paused = now.since(since);
         self.shift_clocks(paused);
         out.push(Effect::Record(SessionRecord::Interlock {
-            interlock: "user_resume".into(),
+            interlock: Safeguard::UserResume,
             detail: format!("resumed by the user after {:.1} s", paused.as_secs_f64()),
         }));
         out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
@@ -1329,7 +1331,7 @@ impl Session {
             (false, None) => {
                 self.behind = Some(now);
                 out.push(Effect::Record(SessionRecord::Interlock {
-                    interlock: "not_in_front".into(),
+                    interlock: Safeguard::NotInFront,
                     detail: "the game is not in front: waiting for it (no model calls, verdicts or ladder)"
                         .into(),
                 }));
@@ -1339,7 +1341,7 @@ impl Session {
                 let waited = now.since(since);
                 self.shift_clocks(waited);
                 out.push(Effect::Record(SessionRecord::Interlock {
-                    interlock: "in_front".into(),
+                    interlock: Safeguard::InFront,
                     detail: format!("the game is in front again after {:.1} s", waited.as_secs_f64()),
                 }));
             }
@@ -1360,7 +1362,7 @@ impl Session {
         }));
         if r.health != self.health {
             out.push(Effect::Record(SessionRecord::Interlock {
-                interlock: "frame_health".into(),
+                interlock: Safeguard::FrameHealth,
                 detail: format!("{} -> {}", self.health, r.health),
             }));
             self.health = r.health;
@@ -1674,7 +1676,7 @@ impl Session {
             self.numbers.rejected += 1;
             out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
             out.push(Effect::Record(SessionRecord::Interlock {
-                interlock: "destructive_action".into(),
+                interlock: Safeguard::DestructiveAction,
                 detail: format!("{}: dropped while held: {reason}", h.grounded.label),
             }));
             self.context.record(HistoryEntry::new(
@@ -2439,7 +2441,7 @@ impl Session {
                 let hold = self.next_hold;
                 self.next_hold += 1;
                 out.push(Effect::Record(SessionRecord::Interlock {
-                    interlock: "destructive_action".into(),
+                    interlock: Safeguard::DestructiveAction,
                     detail: format!(
                         "held: {} near {:?} ({})",
                         grounded.label, found.text, found.pattern
@@ -2775,7 +2777,7 @@ impl Session {
         };
         out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
         out.push(Effect::Record(SessionRecord::Interlock {
-            interlock: "destructive_action".into(),
+            interlock: Safeguard::DestructiveAction,
             detail: format!(
                 "{} after {} ms: {} (matched {:?}: {:?})",
                 h.grounded.label, a.waited_ms, a.reason, h.found.pattern, h.found.text

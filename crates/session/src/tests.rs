@@ -1141,7 +1141,7 @@ fn a_black_frame_is_named_in_the_status_the_recording_and_the_models_observation
     let fx = s.step(Input::Reflex(r), ms(200));
     assert!(records(&fx).iter().any(|r| matches!(
         r,
-        SessionRecord::Interlock { interlock, detail } if interlock == "frame_health" && detail.contains("black")
+        SessionRecord::Interlock { interlock, detail } if *interlock == gamepilot_core::Safeguard::FrameHealth && detail.contains("black")
     )));
     assert_eq!(s.numbers().health, FrameHealth::Black);
     let text = observation_for_model("frame 1280x720 (scene)\n", FrameHealth::Black, 3000);
@@ -1163,11 +1163,11 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
     let before = tactical_jobs(&adopted)[0].visual_pixels;
     let tick = tactical_jobs(&adopted)[0].tick;
     s.step(
-        Input::Degrade(DegradeStep {
-            level: "ReduceVisualBudget".into(),
-            visual_factor: Some(0.5),
-            context_tokens: Some(2048),
-        }),
+        Input::Degrade(gamepilot_core::DegradeCommand::ReduceVisualBudget { factor: 0.5 }),
+        ms(150),
+    );
+    s.step(
+        Input::Degrade(gamepilot_core::DegradeCommand::ReduceContext { to_tokens: 2048 }),
         ms(200),
     );
     let fx = s.answer(
@@ -1181,11 +1181,7 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
     let host = config().context_tokens;
     let tick = job.tick;
     s.step(
-        Input::Degrade(DegradeStep {
-            level: "RestoreContext".into(),
-            visual_factor: None,
-            context_tokens: Some(host * 4),
-        }),
+        Input::Degrade(gamepilot_core::DegradeCommand::RestoreContext { to_tokens: host * 4 }),
         ms(400),
     );
     let fx = s.answer(
@@ -1915,7 +1911,7 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
         ..reflex(t)
     };
     let fx = s.step(Input::Reflex(behind(2)), ms(200));
-    assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, .. }) if interlock == "not_in_front")));
+    assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, .. }) if *interlock == gamepilot_core::Safeguard::NotInFront)));
     assert!(s.numbers().waiting_for_front);
     assert!(s
         .numbers()
@@ -1942,7 +1938,7 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
     assert!(s.stopped().is_none());
     t += 500;
     let fx = s.step(Input::Reflex(reflex(200)), ms(t));
-    assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, detail }) if interlock == "in_front" && detail.contains("after 60.6 s"))), "{fx:?}");
+    assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, detail }) if *interlock == gamepilot_core::Safeguard::InFront && detail.contains("after 60.6 s"))), "{fx:?}");
     assert!(!s.numbers().waiting_for_front);
     assert_eq!(tactical_jobs(&fx).len(), 1, "the model is asked again");
     let prompt = s

@@ -711,11 +711,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let cfg = AgentConfig {
         display: args.target.display.clone(),
-        window_label: args
-            .target
-            .window
-            .clone()
-            .unwrap_or_else(|| format!("pid {:?}", args.target.pid)),
+        window_label: match (&args.target.window, args.target.pid) {
+            (Some(w), _) => w.clone(),
+            (None, Some(pid)) => format!("pid {pid}"),
+            (None, None) => format!("0x{:x}", win.id),
+        },
         window: win,
         session: session_config(SessionChoices {
             goal: args.goal.clone(),
