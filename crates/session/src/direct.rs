@@ -265,6 +265,19 @@ pub fn asks_to_open(step: &str) -> bool {
         .any(|w| matches!(w, "open" | "opens" | "show" | "display" | "view"))
 }
 
+/// The menu a step names by its name ("from the Type menu" → `Type`): the word before "menu", when it
+/// is written as a name (capitalised). "From the menu" names no menu of the game's own.
+pub fn named_menu(step: &str) -> Option<String> {
+    let words: Vec<&str> = step
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.windows(2).find_map(|w| {
+        (w[1].eq_ignore_ascii_case("menu") && w[0].starts_with(|c: char| c.is_uppercase()))
+            .then(|| w[0].to_string())
+    })
+}
+
 /// A step's words as the key of what was clicked for it without a model call (case and spacing aside).
 pub fn step_key(description: &str) -> String {
     description
@@ -279,6 +292,20 @@ mod tests {
     use super::*;
     use gamepilot_core::{MonoTime, Rect, Size};
     use gamepilot_vision::{Element, ElementSource, FrameChange};
+
+    #[test]
+    fn a_menu_is_named_by_its_name_before_the_word_menu() {
+        assert_eq!(
+            named_menu("Choose the 3x3 puzzle from the Type menu").as_deref(),
+            Some("Type")
+        );
+        assert_eq!(
+            named_menu("Open the About box from the Help menu, then close it").as_deref(),
+            Some("Help")
+        );
+        assert_eq!(named_menu("Start a game from the menu"), None, "no name");
+        assert_eq!(named_menu("Start a new game"), None);
+    }
 
     #[test]
     fn a_subgoal_names_the_element_it_clicks_and_nothing_else() {

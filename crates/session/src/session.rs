@@ -185,6 +185,8 @@ struct GroundedAction {
     settle_ms: Option<u64>,
     /// What the screen showed when the action was chosen: confirmed, it becomes the safe state's target.
     screen: Option<ScreenPrint>,
+    /// A click on an element inside one of the game's menus (a popup).
+    in_menu: bool,
 }
 
 impl GroundedAction {
@@ -211,6 +213,7 @@ impl GroundedAction {
             steer: None,
             settle_ms: None,
             screen: None,
+            in_menu: false,
         }
     }
 }
@@ -404,6 +407,9 @@ pub struct Session {
     goal_look: Option<u64>,
     /// Second looks asked so far.
     goal_looks: u64,
+    /// A click of this session was executed on an item of one of the game's menus: a goal that names a
+    /// menu ("from the Type menu") may be done.
+    chosen_in_menu: bool,
     /// Times the current declaring pass was asked again after a reply that could not be adopted.
     declare_attempts: u32,
     /// The goal read as steps; the agent's goal check is for `goal_step`, the goal met with the last.
@@ -737,6 +743,7 @@ impl Session {
             last_elements: Vec::new(),
             goal_look: None,
             goal_looks: 0,
+            chosen_in_menu: false,
             declare_attempts: 0,
             goal_steps: crate::goal_steps::goal_steps(&cfg.goal),
             goal_step: 0,
@@ -1061,6 +1068,7 @@ impl Session {
                     if let Some(a) = self.actions.get_mut(&action) {
                         a.intention.subgoal = subgoal;
                         a.executed = true;
+                        self.chosen_in_menu |= a.in_menu;
                         // The key map was learned under the old heading.
                         if matches!(
                             a.intention.action,
@@ -1157,7 +1165,7 @@ impl Session {
                         .push((rung, now.since(self.began).as_secs_f64()));
                     out.push(Effect::Record(SessionRecord::Interlock {
                         interlock: Safeguard::Escalate,
-                        detail: format!("{rung:?}"),
+                        detail: rung.as_str().into(),
                     }));
                     self.safe.abandon();
                     match rung {
@@ -1586,6 +1594,17 @@ impl Session {
             out.push(Effect::Record(SessionRecord::Note {
                 text: format!(
                     "the goal check `{source}` reads true with one of the game's dialogs open: not done yet (asked again after the next action)"
+                ),
+            }));
+            return None;
+        }
+        // A goal that names a menu ("from the Type menu") is a choice in it: a check that reads true
+        // before any click landed in one of the game's menus read something else (sgt-fifteen's "Type"
+        // label redrawn under the pointer read as gone, and the look agreed, with no board chosen).
+        if let Some(menu) = crate::direct::named_menu(self.step_focus()).filter(|_| !self.chosen_in_menu) {
+            out.push(Effect::Record(SessionRecord::Note {
+                text: format!(
+                    "the goal check `{source}` reads true, but the goal names the {menu} menu and nothing was chosen in one of the game's menus yet: not done"
                 ),
             }));
             return None;
@@ -2397,6 +2416,11 @@ impl Session {
         // A step back to the safe screen is not evidence that the screen it left is a safe one.
         if !self.safe.returning() {
             grounded.screen = ScreenPrint::of(observation, scene_kind(observation));
+        }
+        if let Action::Click { x, y, .. } = grounded.intention.action {
+            grounded.in_menu = observation.elements.iter().any(|e| {
+                e.layer == Some(gamepilot_core::WindowLayer::Popup) && e.bbox.contains(Point::new(x, y))
+            });
         }
         // FR-PERC-002: a pointer action grounded before the window moved is stale.
         if is_pointer(&grounded.intention.action) && generation < self.generation {

@@ -708,12 +708,21 @@ fn labelled_screen(items: &[(u32, &str, i32, i32)], popup: bool) -> gamepilot_vi
 /// A declaring session for `goal` whose check turned true after a click on Play, then whose next
 /// tactical tick perceives `frame` (no model call): the session and the effects of that perception.
 fn next_frame_after_the_check(goal: &str, frame: gamepilot_vision::Observation) -> (Session, Vec<Effect>) {
+    next_frame_after_a_click_on(goal, menu(), frame)
+}
+
+/// [`next_frame_after_the_check`] with the click made on `clicked_on` (its mark 1).
+fn next_frame_after_a_click_on(
+    goal: &str,
+    clicked_on: gamepilot_vision::Observation,
+    frame: gamepilot_vision::Observation,
+) -> (Session, Vec<Effect>) {
     let cfg = SessionConfig {
         goal: goal.into(),
         ..declaring()
     };
     let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
-    let (fx, mut t) = check_true_after_a_click(&mut s);
+    let (fx, mut t) = check_true_after_a_click_on(&mut s, clicked_on);
     let job = match tactical_jobs(&fx).first() {
         Some(j) => (*j).clone(),
         None => next_job(&mut s, &mut t),
@@ -722,8 +731,11 @@ fn next_frame_after_the_check(goal: &str, frame: gamepilot_vision::Observation) 
     (s, fx)
 }
 
-/// The goal's check turned true after a click on Play; returns the effects of that reading and the time.
-fn check_true_after_a_click(s: &mut Session) -> (Vec<Effect>, u64) {
+/// The goal's check turned true after a click on mark 1 of `clicked_on`; the effects of that reading and the time.
+fn check_true_after_a_click_on(
+    s: &mut Session,
+    clicked_on: gamepilot_vision::Observation,
+) -> (Vec<Effect>, u64) {
     let job = first_pass(s);
     let fx = s.step(plan_input(job.pass, job.first_id, play_declared()), ms(200));
     let tick = tactical_jobs(&fx)
@@ -731,7 +743,7 @@ fn check_true_after_a_click(s: &mut Session) -> (Vec<Effect>, u64) {
         .map(|j| j.tick)
         .expect("the plan's first tick");
     s.step(Input::Reflex(goal_report(10, false)), ms(250));
-    let fx = s.answer(outcome(tick, menu(), click_mark(1)), ms(400));
+    let fx = s.answer(outcome(tick, clicked_on, click_mark(1)), ms(400));
     let (click, _, _) = submits(&fx)[0].clone();
     s.step(Input::ActionAccepted { action: click }, ms(410));
     ended(s, click, ms(600));
@@ -822,4 +834,31 @@ fn a_goal_check_true_with_a_menu_open_asks_no_second_look() {
             if j.schema.pointer("/properties/met").is_none())),
         "{fx:#?}"
     );
+}
+
+#[test]
+fn a_goal_that_names_a_menu_is_not_done_before_a_click_in_one_of_the_games_menus() {
+    // FR-LOOP-004: sgt-fifteen's "Type" label, clicked twice, was redrawn under the pointer and read as
+    // gone; the look agreed though nothing was chosen in the Type menu (its menu has no 3x3).
+    let board = || labelled_screen(&[(50, "Moves: 0", 20, 600)], false);
+    let goal = "Choose the 3x3 puzzle from the Type menu";
+    let (s, fx) = next_frame_after_the_check(goal, board());
+    assert!(look_in(&fx).is_none(), "{fx:#?}");
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| n.contains("names the Type menu and nothing was chosen")),
+        "{fx:#?}"
+    );
+    assert!(s.stopped().is_none());
+    // The same after a click on an item of an open menu: the look is asked.
+    let mut in_menu = menu();
+    for e in &mut in_menu.elements {
+        e.layer = Some(gamepilot_core::WindowLayer::Popup);
+    }
+    let (_, fx) = next_frame_after_a_click_on(goal, in_menu, board());
+    assert!(look_in(&fx).is_some(), "{fx:#?}");
+    // A goal that names no menu of its own needs no such click.
+    let (_, fx) = next_frame_after_the_check("Start a game from the menu", board());
+    assert!(look_in(&fx).is_some(), "{fx:#?}");
 }
