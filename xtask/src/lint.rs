@@ -1,6 +1,6 @@
 //! The structural lints: single input call site, dependency firewall, recordings write-only, file docs,
-//! the runtime's layering under the session, comments that say why rather than which issue, and one
-//! definition per concept.
+//! the runtime's layering under the session, comments that say why rather than which issue, one
+//! definition per concept, the crate map in step with the files, and records written as types.
 
 use anyhow::Context as _;
 use std::path::Path;
@@ -52,9 +52,11 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     runtime_through_session(root, &mut failures)?;
     no_issue_numbers(root, &mut failures)?;
     one_definition_per_concept(root, &mut failures)?;
+    crate_map_in_step(root, &mut failures)?;
+    records_are_typed(root, &mut failures)?;
     if failures.is_empty() {
         println!(
-            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept)"
+            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed)"
         );
         Ok(0)
     } else {
@@ -367,6 +369,121 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
     Ok(())
 }
 
+/// The map (ARCHITECTURE.md's crate map) names each crate's files: a row's first cell holds the crate's
+/// folder in backticks (`crates/core`, `xtask`, `fuzz/`), its last cell the files. A named file must
+/// exist (some `.rs` file of the crate ends with that name, `executor/tests.rs` with its folder), and
+/// every source file of a crate (`src/`, `fuzz_targets/`) must be named, so the map cannot drift.
+fn crate_map_in_step(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).context("reading ARCHITECTURE.md")?;
+    for (dir, named) in map_rows(&map) {
+        let base = root.join(dir.trim_end_matches('/'));
+        let sources: Vec<String> = crate::rust_files(&base)
+            .iter()
+            .map(|f| rel(&base, f))
+            .filter(|r| r.starts_with("src/") || r.starts_with("fuzz_targets/"))
+            .collect();
+        for name in &named {
+            if !sources.iter().any(|f| ends_with_name(f, name)) {
+                failures.push(format!(
+                    "ARCHITECTURE.md: the crate map names `{name}` in {dir}, which has no such file"
+                ));
+            }
+        }
+        for f in &sources {
+            if !named.iter().any(|n| ends_with_name(f, n)) {
+                failures.push(format!(
+                    "{dir}/{f}: not on ARCHITECTURE.md's crate map (name it in its crate's row)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the path `file` (relative to its crate) is the file `name` names: the whole path, or its
+/// end after a `/`.
+fn ends_with_name(file: &str, name: &str) -> bool {
+    file == name || file.ends_with(&format!("/{name}"))
+}
+
+/// The crate map's rows: each crate's folder and the `.rs` names its files cell holds.
+fn map_rows(map: &str) -> Vec<(String, Vec<String>)> {
+    let ticked =
+        |cell: &str| -> Vec<String> { cell.split('`').skip(1).step_by(2).map(str::to_string).collect() };
+    map.lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").collect();
+            let dir = ticked(cells.first()?).into_iter().next()?;
+            let is_crate = dir.starts_with("crates/") || dir == "xtask" || dir == "fuzz/";
+            let files = ticked(cells.last()?)
+                .into_iter()
+                .filter(|t| t.ends_with(".rs") && !t.contains(' '))
+                .collect();
+            is_crate.then_some((dir, files))
+        })
+        .collect()
+}
+
+/// A record says what happened in types serde writes, not in Rust's debug text: a `format!` whose whole
+/// string is one `{…:?}` placeholder inside a record's construction (`SessionRecord::…` or `Record::…`
+/// up to its closing brace) fails.
+fn records_are_typed(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    for f in crate::rust_files(&root.join("crates")) {
+        let r = rel(root, &f);
+        if r.split('/').nth(2) != Some("src") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
+        let mut depth: i32 = 0;
+        for (i, line) in non_test_lines(&text) {
+            if depth == 0
+                && (line.contains("SessionRecord::") || line.contains(" Record::"))
+                && line.contains('{')
+            {
+                depth = 0;
+                for c in line.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                depth = depth.max(0);
+            } else if depth > 0 {
+                if debug_only_format(line) {
+                    failures.push(format!(
+                        "{r}:{}: a record field is Rust's debug text (`format!(\"{{:?}}\")`); write a type serde names",
+                        i + 1
+                    ));
+                }
+                for c in line.chars() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                depth = depth.max(0);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `format!("{x:?}")` or `format!("{:?}", x)`: the whole string is one debug placeholder.
+fn debug_only_format(line: &str) -> bool {
+    let Some(at) = line.find("format!(\"") else {
+        return false;
+    };
+    let rest = &line[at + "format!(\"".len()..];
+    let Some(end) = rest.find('"') else {
+        return false;
+    };
+    let fmt = &rest[..end];
+    fmt.starts_with('{') && fmt.ends_with(":?}") && fmt.matches('{').count() == 1
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -471,6 +588,56 @@ mod tests {
             "{failures:?}"
         );
         assert!(failures[1].contains("(ISSUES 7)"), "{failures:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_map_entry_for_a_missing_file_and_a_file_off_the_map_fail_the_lint() {
+        let dir = std::env::temp_dir().join(format!("gp-lint-map-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let map = concat!(
+            "| crate | owns | files |\n|---|---|---|\n",
+            "| `crates/a` (`gamepilot-a`) | things | `lib.rs`, `x/tests.rs` (its tests), `gone.rs` |\n",
+        );
+        write(&dir, "ARCHITECTURE.md", map);
+        write(&dir, "crates/a/src/lib.rs", "//! a\n");
+        write(&dir, "crates/a/src/x/tests.rs", "//! t\n");
+        write(&dir, "crates/a/src/extra.rs", "//! e\n");
+        write(
+            &dir,
+            "crates/a/tests/it.rs",
+            "//! integration tests are not on the map\n",
+        );
+        let mut failures = Vec::new();
+        crate_map_in_step(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[0].contains("`gone.rs`"), "{failures:?}");
+        assert!(failures[1].contains("crates/a/src/extra.rs"), "{failures:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn debug_text_written_into_a_record_fails_the_lint() {
+        let dir = std::env::temp_dir().join(format!("gp-lint-rec-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = concat!(
+            "//! records\n",
+            "fn f() {\n",
+            "    let note = format!(\"{x:?}\");\n",
+            "    out.push(Effect::Record(SessionRecord::Interlock {\n",
+            "        interlock: Safeguard::Escalate,\n",
+            "        detail: format!(\"{rung:?}\"),\n",
+            "    }));\n",
+            "    out.push(Effect::Record(SessionRecord::Note {\n",
+            "        text: format!(\"moved {d:?} to {e}\"),\n",
+            "    }));\n",
+            "}\n",
+        );
+        write(&dir, "crates/s/src/lib.rs", text);
+        let mut failures = Vec::new();
+        records_are_typed(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].starts_with("crates/s/src/lib.rs:6"), "{failures:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
