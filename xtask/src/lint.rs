@@ -437,38 +437,33 @@ fn records_are_typed(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<
         let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
         let mut depth: i32 = 0;
         for (i, line) in non_test_lines(&text) {
-            if depth == 0
+            let opens = depth == 0
                 && (line.contains("SessionRecord::") || line.contains(" Record::"))
-                && line.contains('{')
-            {
-                depth = 0;
-                for c in line.chars() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                }
-                depth = depth.max(0);
-            } else if depth > 0 {
-                if debug_only_format(line) {
-                    failures.push(format!(
-                        "{r}:{}: a record field is Rust's debug text (`format!(\"{{:?}}\")`); write a type serde names",
-                        i + 1
-                    ));
-                }
-                for c in line.chars() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' => depth -= 1,
-                        _ => {}
-                    }
-                }
-                depth = depth.max(0);
+                && line.contains('{');
+            if !opens && depth == 0 {
+                continue;
             }
+            if debug_only_format(line) {
+                failures.push(format!(
+                    "{r}:{}: a record field is Rust's debug text (`format!(\"{{:?}}\")`); write a type serde names",
+                    i + 1
+                ));
+            }
+            depth = (depth + brace_delta(line)).max(0);
         }
     }
     Ok(())
+}
+
+/// Braces a line opens, less those it closes.
+fn brace_delta(line: &str) -> i32 {
+    line.chars()
+        .map(|c| match c {
+            '{' => 1,
+            '}' => -1,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// `format!("{x:?}")` or `format!("{:?}", x)`: the whole string is one debug placeholder.
@@ -505,6 +500,13 @@ mod tests {
 
     use super::*;
 
+    /// An empty scratch directory of this name for one test.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("gp-lint-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
     fn write(root: &Path, rel: &str, text: &str) {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -514,8 +516,7 @@ mod tests {
     #[test]
     fn a_second_input_call_site_fails_the_lint() {
         // FR-ACT-008: the incorrect form cannot be merged.
-        let dir = std::env::temp_dir().join(format!("gp-lint-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch("call");
         let call = ["conn.xtest_", "fake_input(2, 38, 0, root, 0, 0, 0)"].concat();
         write(
             &dir,
@@ -541,8 +542,7 @@ mod tests {
 
     #[test]
     fn a_file_without_a_doc_line_fails_the_lint() {
-        let dir = std::env::temp_dir().join(format!("gp-lint-doc-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch("doc");
         write(&dir, "crates/a/src/lib.rs", "//! documented\n");
         write(&dir, "crates/b/src/lib.rs", "fn undocumented() {}\n");
         let mut failures = Vec::new();
@@ -554,8 +554,7 @@ mod tests {
 
     #[test]
     fn a_comment_citing_an_issue_number_fails_the_lint() {
-        let dir = std::env::temp_dir().join(format!("gp-lint-issue-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch("issue");
         let clean = concat!(
             "//! Says why; the issued command 5 times; issues are history.\n",
             "fn f() { let s = \"see ISSUE 12\"; let u = \"http://x/ISSUE 3\"; let q = '\"'; } // fine\n",
@@ -593,8 +592,7 @@ mod tests {
 
     #[test]
     fn a_map_entry_for_a_missing_file_and_a_file_off_the_map_fail_the_lint() {
-        let dir = std::env::temp_dir().join(format!("gp-lint-map-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch("map");
         let map = concat!(
             "| crate | owns | files |\n|---|---|---|\n",
             "| `crates/a` (`gamepilot-a`) | things | `lib.rs`, `x/tests.rs` (its tests), `gone.rs` |\n",
@@ -618,8 +616,7 @@ mod tests {
 
     #[test]
     fn debug_text_written_into_a_record_fails_the_lint() {
-        let dir = std::env::temp_dir().join(format!("gp-lint-rec-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch("rec");
         let text = concat!(
             "//! records\n",
             "fn f() {\n",
