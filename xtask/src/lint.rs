@@ -54,9 +54,10 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     one_definition_per_concept(root, &mut failures)?;
     crate_map_in_step(root, &mut failures)?;
     records_are_typed(root, &mut failures)?;
+    no_look_alike_structs(root, &mut failures)?;
     if failures.is_empty() {
         println!(
-            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed)"
+            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed, no look-alike structs)"
         );
         Ok(0)
     } else {
@@ -455,6 +456,92 @@ fn records_are_typed(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<
     Ok(())
 }
 
+/// Structs with fewer named fields than this are too small to call alike.
+const LOOK_ALIKE_MIN_FIELDS: usize = 5;
+
+/// One concept, one type: two structs in different crates whose field names are 80 % the same (of the
+/// larger) are one concept written twice, joined by a hand-written mapper (`SessionNumbers` mapped field
+/// by field into the runtime's `Summary` was one).
+fn no_look_alike_structs(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    let mut structs: Vec<(String, String, String, std::collections::BTreeSet<String>)> = Vec::new();
+    for f in crate::rust_files(&root.join("crates")) {
+        let r = rel(root, &f);
+        if r.split('/').nth(2) != Some("src") {
+            continue;
+        }
+        let krate = r.split('/').nth(1).unwrap_or("").to_string();
+        let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
+        for (at, name, fields) in struct_fields(&text) {
+            if fields.len() >= LOOK_ALIKE_MIN_FIELDS {
+                structs.push((krate.clone(), format!("{r}:{at}"), name, fields));
+            }
+        }
+    }
+    for (i, (ka, wa, na, fa)) in structs.iter().enumerate() {
+        for (kb, wb, nb, fb) in &structs[i + 1..] {
+            if ka == kb {
+                continue;
+            }
+            let shared = fa.intersection(fb).count();
+            if shared * 5 >= fa.len().max(fb.len()) * 4 {
+                failures.push(format!(
+                    "{wa}: struct {na} shares {shared} of its field names with {nb} ({wb}): one concept, one type"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each braced struct of `text` outside its tests: the line it starts on (1-based), its name and its
+/// field names.
+fn struct_fields(text: &str) -> Vec<(usize, String, std::collections::BTreeSet<String>)> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, String, std::collections::BTreeSet<String>, i32)> = None;
+    for (i, line) in non_test_lines(text) {
+        if let Some((_, _, fields, depth)) = open.as_mut() {
+            if *depth == 1 {
+                let t = line.trim_start();
+                let t = t
+                    .strip_prefix("pub(crate) ")
+                    .or_else(|| t.strip_prefix("pub "))
+                    .unwrap_or(t);
+                if let Some((name, _)) = t.split_once(':') {
+                    if !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                    {
+                        fields.insert(name.to_string());
+                    }
+                }
+            }
+            *depth += brace_delta(line);
+            if *depth <= 0 {
+                if let Some((at, name, fields, _)) = open.take() {
+                    out.push((at, name, fields));
+                }
+            }
+            continue;
+        }
+        let t = line.trim_start();
+        let t = t
+            .strip_prefix("pub(crate) ")
+            .or_else(|| t.strip_prefix("pub "))
+            .unwrap_or(t);
+        if let Some(rest) = t.strip_prefix("struct ") {
+            if line.trim_end().ends_with('{') {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                open = Some((i + 1, name, std::collections::BTreeSet::new(), brace_delta(line)));
+            }
+        }
+    }
+    out
+}
+
 /// Braces a line opens, less those it closes.
 fn brace_delta(line: &str) -> i32 {
     line.chars()
@@ -635,6 +722,25 @@ mod tests {
         records_are_typed(&dir, &mut failures).unwrap();
         assert_eq!(failures.len(), 1, "{failures:?}");
         assert!(failures[0].starts_with("crates/s/src/lib.rs:6"), "{failures:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn two_structs_in_different_crates_with_the_same_fields_fail_the_lint() {
+        let dir = scratch("alike");
+        let numbers = "//! n\npub struct Numbers {\n    pub confirmed: u64,\n    pub refuted: u64,\n    pub calls: u64,\n    pub tokens: u64,\n    pub(crate) passes: u64,\n}\n";
+        write(&dir, "crates/session/src/lib.rs", numbers);
+        let summary = "//! s\npub struct Summary {\n    pub confirmed: u64,\n    pub refuted: u64,\n    pub calls: u64,\n    pub tokens: u64,\n    pub passes: u64,\n    pub seconds: f64,\n}\n";
+        write(&dir, "crates/runtime/src/agent.rs", summary);
+        let unlike = "//! u\npub struct Other {\n    pub confirmed: u64,\n    pub a: u64,\n    pub b: u64,\n    pub c: u64,\n    pub d: u64,\n}\n";
+        write(&dir, "crates/model/src/lib.rs", unlike);
+        let mut failures = Vec::new();
+        no_look_alike_structs(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(
+            failures[0].contains("Numbers") && failures[0].contains("Summary"),
+            "{failures:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -75,43 +75,52 @@ pub struct AgentConfig {
     pub stop_signals: Option<StopSignals>,
 }
 
-/// What a session did, for the summary and the report.
+/// What a session did, for the summary and the report: the session's own numbers as it counted them
+/// (written to the recording as they are), with what only the runtime knows; the printed figures are
+/// views of them.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Summary {
     /// Why the session ended, typed (`stop_reason` is the same in words).
     pub stop: SessionStop,
     pub stop_reason: String,
     pub seconds: f64,
-    pub actions_executed: u64,
-    pub actions_per_s: f64,
-    pub confirmed: u64,
-    pub refuted: u64,
-    pub inconclusive: u64,
-    pub rejected: u64,
-    pub failures: Vec<(String, u64)>,
-    pub tactical_calls: u64,
-    /// New screen → first action: how many, p50 and p95 in ms.
-    pub first_action_ms: (usize, f64, f64),
-    /// Actions grounded without a model call (the subgoal named the one element so labelled).
-    pub direct_groundings: u64,
-    pub tactical_failures: u64,
-    pub schema_violations: u64,
-    pub tactical_latency_ms_p50: f64,
-    pub tactical_latency_ms_p95: f64,
-    pub cached_prompt_tokens: u64,
-    pub prompt_tokens: u64,
-    pub compactions: u64,
-    pub deliberative_passes: u64,
-    /// The escalation ladder's climbs, oldest first ("retry at 41 s").
-    pub ladder: Vec<String>,
-    pub reflex_ticks: u64,
-    pub reflex_lateness_us_p50: u64,
-    pub reflex_lateness_us_p99: u64,
-    pub input_events: u64,
-    pub goal_met: Option<bool>,
     pub recording: String,
     /// The stop signal that ended the session (its number), if one did: `run` exits 128 + it.
     pub exit_signal: Option<i32>,
+    pub numbers: gamepilot_session::SessionNumbers,
+}
+
+impl Summary {
+    pub fn actions_per_s(&self) -> f64 {
+        self.numbers.actions_executed as f64 / self.seconds.max(0.001)
+    }
+
+    /// Tactical call latency, p50 and p95 in ms.
+    pub fn tactical_latency_ms(&self) -> (f64, f64) {
+        let sorted = sorted(&self.numbers.tactical_latency_ms);
+        (pct(&sorted, 0.5), pct(&sorted, 0.95))
+    }
+
+    /// New screen → first action: how many, p50 and p95 in ms.
+    pub fn first_action_ms(&self) -> (usize, f64, f64) {
+        let sorted = sorted(&self.numbers.first_action_ms);
+        (sorted.len(), pct(&sorted, 0.5), pct(&sorted, 0.95))
+    }
+
+    /// The escalation ladder's climbs, oldest first ("retry at 41 s").
+    pub fn ladder(&self) -> Vec<String> {
+        self.numbers
+            .escalations
+            .iter()
+            .map(|(r, t)| format!("{} at {t:.0} s", r.as_str()))
+            .collect()
+    }
+}
+
+fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -242,16 +251,13 @@ impl Wiring<'_> {
             Effect::PerceiveCrop(crop) => return Ok(self.ask_tactical(TacticalRequest::Crop(crop))),
             Effect::StartDeliberation(job) => {
                 let req = DeliberationRequest {
-                    pass: job.pass,
-                    prompt: job.prompt,
-                    schema: job.schema,
-                    first_id: job.first_id,
                     // FR-MODEL-002: the deliberative budget, the image as the last content part.
-                    image: job.image.and_then(|wanted| {
+                    image: job.image.as_ref().and_then(|wanted| {
                         self.last_marked.as_ref().and_then(|f| {
                             gamepilot_model::budget::encode_for_budget(&f.view(), wanted.pixels).ok()
                         })
                     }),
+                    job,
                 };
                 let (client, model, post, tx, cancel) = (
                     self.cfg.deliberative_client.clone(),
@@ -266,7 +272,7 @@ impl Wiring<'_> {
                         yield_cpu_to_reflex();
                         // A pass that panics is a failed pass (the session replans on its triggers):
                         // restarting deliberation is safe, it holds no input.
-                        let (pass, started) = (req.pass, Instant::now());
+                        let (pass, started) = (req.job.pass, Instant::now());
                         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             deliberative::deliberate(&client, &model, &post, &req, &cancel)
                         }))
@@ -281,7 +287,7 @@ impl Wiring<'_> {
                             reply_text: String::new(),
                             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
                             value: None,
-                            first_id: req.first_id,
+                            first_id: req.job.first_id,
                         });
                         // The loop holds the inbox until the session ends; a pass finishing after that has
                         // nobody left to tell.
@@ -699,44 +705,12 @@ fn summarise(
     cfg: &AgentConfig,
     by_signal: Option<StopSignal>,
 ) -> Summary {
-    let n = session.numbers();
-    let mut latencies = n.tactical_latency_ms.clone();
-    latencies.sort_by(|a, b| a.total_cmp(b));
-    let mut first = n.first_action_ms.clone();
-    first.sort_by(|a, b| a.total_cmp(b));
     Summary {
         stop_reason: stop.to_string(),
         stop,
         seconds: secs,
-        actions_executed: n.actions_executed,
-        actions_per_s: n.actions_executed as f64 / secs.max(0.001),
-        confirmed: n.confirmed,
-        refuted: n.refuted,
-        inconclusive: n.inconclusive,
-        rejected: n.rejected,
-        failures: n.failures.iter().map(|(c, k)| (format!("{c:?}"), *k)).collect(),
-        tactical_calls: n.tactical_calls,
-        direct_groundings: n.direct_groundings,
-        tactical_failures: n.tactical_failures,
-        schema_violations: n.schema_violations,
-        tactical_latency_ms_p50: pct(&latencies, 0.5),
-        tactical_latency_ms_p95: pct(&latencies, 0.95),
-        first_action_ms: (first.len(), pct(&first, 0.5), pct(&first, 0.95)),
-        cached_prompt_tokens: n.cached_prompt_tokens,
-        prompt_tokens: n.prompt_tokens,
-        compactions: n.compactions,
-        deliberative_passes: n.deliberative_passes,
-        ladder: n
-            .escalations
-            .iter()
-            .map(|(r, t)| format!("{} at {t:.0} s", r.as_str()))
-            .collect(),
-        reflex_ticks: n.reflex.ticks,
-        reflex_lateness_us_p50: n.reflex.lateness_p50_us,
-        reflex_lateness_us_p99: n.reflex.lateness_p99_us,
-        input_events: n.reflex.events,
-        goal_met: n.goal_met,
         recording: cfg.record_dir.display().to_string(),
         exit_signal: by_signal.map(|s| s.0),
+        numbers: session.numbers().clone(),
     }
 }

@@ -5,17 +5,13 @@
 use crate::tactical::attach;
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_session::PlanSpec;
-use gamepilot_session::{ImagePart, Prompt};
+use gamepilot_session::ImagePart;
 use serde_json::Value;
 
-/// One pass's request: the session's prompt and schema, and the picture for the place it held.
+/// One pass's request: the session's job (its prompt, schema and first subgoal id), and the picture for
+/// the place the job held, encoded at the deliberative budget for a model that sees images.
 pub struct DeliberationRequest {
-    pub pass: u64,
-    pub prompt: Prompt,
-    pub schema: Value,
-    /// The first subgoal id this pass may use (ids are never reused within a session).
-    pub first_id: u32,
-    /// The latest marked screenshot at the deliberative budget, for a model that sees images.
+    pub job: gamepilot_session::DeliberationJob,
     pub image: Option<ImagePart>,
 }
 
@@ -42,31 +38,32 @@ pub fn deliberate(
     req: &DeliberationRequest,
     cancel: &CancelToken,
 ) -> DeliberationResult {
-    let mut prompt = req.prompt.clone();
+    let job = &req.job;
+    let mut prompt = job.prompt.clone();
     attach(&mut prompt, req.image.clone());
-    let schema = &req.schema;
+    let schema = &job.schema;
     let chat = ChatRequest::from_prompt(model, &prompt, 256);
     let prompt_json = chat.body_for(client.kind());
     match client.chat_structured(&chat, schema, cancel) {
         Ok(r) => DeliberationResult {
-            pass: req.pass,
-            plan: plan_from_reply(&r.value, post, req.first_id),
+            pass: job.pass,
+            plan: plan_from_reply(&r.value, post, job.first_id),
             research: research_question(&r.value),
             prompt_json,
             reply_text: r.reply.content.clone(),
             latency_ms: r.reply.timings.wall_ms,
             value: Some(r.value.clone()),
-            first_id: req.first_id,
+            first_id: job.first_id,
         },
         Err(e) => DeliberationResult {
-            pass: req.pass,
+            pass: job.pass,
             plan: Err(e.to_string()),
             research: None,
             prompt_json,
             reply_text: String::new(),
             latency_ms: 0.0,
             value: None,
-            first_id: req.first_id,
+            first_id: job.first_id,
         },
     }
 }

@@ -288,15 +288,9 @@ pub fn evaluate_declarations(
                 point.id
             )));
         };
-        let request = crate::deliberative::DeliberationRequest {
-            pass: job.pass,
-            prompt: job.prompt,
-            schema: job.schema,
-            first_id: job.first_id,
-            image: None,
-        };
+        let request = crate::deliberative::DeliberationRequest { job, image: None };
         if let Some(dir) = setup.prompts {
-            let chat = ChatRequest::from_prompt(setup.model_name, &request.prompt, 256);
+            let chat = ChatRequest::from_prompt(setup.model_name, &request.job.prompt, 256);
             write_prompt(dir, out.len(), &point.id, &chat)?;
         }
         let post = crate::deliberative::Postconditions { sources: Vec::new() };

@@ -224,13 +224,7 @@ impl Replay<'_> {
                     }
                     Effect::StartDeliberation(job) => {
                         let began = Instant::now();
-                        let request = crate::deliberative::DeliberationRequest {
-                            pass: job.pass,
-                            prompt: job.prompt,
-                            schema: job.schema,
-                            first_id: job.first_id,
-                            image: None,
-                        };
+                        let request = crate::deliberative::DeliberationRequest { job, image: None };
                         // The deliberative host runs beside the tactical one in `run`; here it is timed on
                         // its own, and the session is told after the time it took.
                         let d = crate::deliberative::deliberate(

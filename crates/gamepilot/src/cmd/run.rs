@@ -547,64 +547,61 @@ pub fn default_record_dir() -> PathBuf {
 }
 
 pub fn print_summary(s: &Summary) {
+    let n = &s.numbers;
     say!("session stopped: {}", s.stop_reason);
     say!(
         "  {:.1} s, {} actions executed ({:.2} actions/s), {} rejected",
         s.seconds,
-        s.actions_executed,
-        s.actions_per_s,
-        s.rejected
+        n.actions_executed,
+        s.actions_per_s(),
+        n.rejected
     );
     say!(
         "  verdicts: {} confirmed, {} refuted, {} inconclusive",
-        s.confirmed,
-        s.refuted,
-        s.inconclusive
+        n.confirmed,
+        n.refuted,
+        n.inconclusive
     );
     say!(
         "  failure attribution: {}",
-        if s.failures.is_empty() {
+        if n.failures.is_empty() {
             "none".to_string()
         } else {
-            s.failures
+            n.failures
                 .iter()
-                .map(|(c, n)| format!("{c}={n}"))
+                .map(|(c, k)| format!("{}={k}", c.as_str()))
                 .collect::<Vec<_>>()
                 .join(" ")
         }
     );
+    let (p50, p95) = s.tactical_latency_ms();
     say!(
-        "  tactical: {} calls, {} actions grounded without a call, latency p50 {:.0} ms p95 {:.0} ms, prompt tokens {} of which cached {}",
-        s.tactical_calls,
-        s.direct_groundings,
-        s.tactical_latency_ms_p50,
-        s.tactical_latency_ms_p95,
-        s.prompt_tokens,
-        s.cached_prompt_tokens
+        "  tactical: {} calls, {} actions grounded without a call, latency p50 {p50:.0} ms p95 {p95:.0} ms, prompt tokens {} of which cached {}",
+        n.tactical_calls,
+        n.direct_groundings,
+        n.prompt_tokens,
+        n.cached_prompt_tokens
     );
-    say!(
-        "  new screen -> first action: {} screens, p50 {:.0} ms p95 {:.0} ms",
-        s.first_action_ms.0,
-        s.first_action_ms.1,
-        s.first_action_ms.2
-    );
-    say!("  deliberative passes: {}", s.deliberative_passes);
-    let ladder = if s.ladder.is_empty() {
+    let (screens, p50, p95) = s.first_action_ms();
+    say!("  new screen -> first action: {screens} screens, p50 {p50:.0} ms p95 {p95:.0} ms");
+    say!("  deliberative passes: {}", n.deliberative_passes);
+    let ladder = s.ladder();
+    let ladder = if ladder.is_empty() {
         "not climbed".to_string()
     } else {
-        s.ladder.join(" -> ")
+        ladder.join(" -> ")
     };
     say!("  escalation ladder: {ladder}");
     say!(
         "  reflex: {} ticks, lateness p50 {} us p99 {} us, {} input events",
-        s.reflex_ticks,
-        s.reflex_lateness_us_p50,
-        s.reflex_lateness_us_p99,
-        s.input_events
+        n.reflex.ticks,
+        n.reflex.lateness_p50_us,
+        n.reflex.lateness_p99_us,
+        n.reflex.events
     );
     say!(
         "  goal postcondition: {}",
-        match s.goal_met {
+        match n.goal_met {
             Some(true) => "met",
             Some(false) => "not met",
             None => "undefined",
