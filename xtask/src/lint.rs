@@ -55,9 +55,10 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     crate_map_in_step(root, &mut failures)?;
     records_are_typed(root, &mut failures)?;
     no_look_alike_structs(root, &mut failures)?;
+    decision_records_resolve(root, &mut failures)?;
     if failures.is_empty() {
         println!(
-            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed, no look-alike structs)"
+            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed, no look-alike structs, every ADR cited is in docs/)"
         );
         Ok(0)
     } else {
@@ -542,6 +543,52 @@ fn struct_fields(text: &str) -> Vec<(usize, String, std::collections::BTreeSet<S
     out
 }
 
+/// Every decision record the code or the docs cite (`ADR-0035`) is in the repository as
+/// `docs/adr-NNNN*.md`: a user's clone has no specification beside it.
+fn decision_records_resolve(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    let docs: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut files = crate::rust_files(&root.join("crates"));
+    files.extend(crate::rust_files(&root.join("xtask")));
+    for md in ["ARCHITECTURE.md", "README.md"] {
+        files.push(root.join(md));
+    }
+    files.extend(
+        docs.iter()
+            .filter(|d| d.ends_with(".md"))
+            .map(|d| root.join("docs").join(d)),
+    );
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("ADR-") {
+                let digits: String = line[at + 4..].chars().take_while(char::is_ascii_digit).collect();
+                if digits.len() != 4 {
+                    continue;
+                }
+                if !docs
+                    .iter()
+                    .any(|d| d.starts_with(&format!("adr-{digits}")) && d.ends_with(".md"))
+                {
+                    failures.push(format!(
+                        "{}:{}: cites ADR-{digits}, which the repository does not hold (docs/adr-{digits}-….md)",
+                        rel(root, &f),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Braces a line opens, less those it closes.
 fn brace_delta(line: &str) -> i32 {
     line.chars()
@@ -741,6 +788,24 @@ mod tests {
             failures[0].contains("Numbers") && failures[0].contains("Summary"),
             "{failures:?}"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_decision_record_cited_but_not_in_docs_fails_the_lint() {
+        let dir = scratch("adr");
+        write(&dir, "docs/adr-0035-executor.md", "# ADR-0035\n");
+        // The missing record's name is put together here, so this file does not cite it.
+        let missing = ["ADR", "-0036"].concat();
+        write(
+            &dir,
+            "crates/a/src/lib.rs",
+            &format!("//! the tick (ADR-0035)\n// why: {missing}\n"),
+        );
+        let mut failures = Vec::new();
+        decision_records_resolve(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].starts_with("crates/a/src/lib.rs:2"), "{failures:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -4,8 +4,8 @@
 
 use crate::tactical::attach;
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
-use gamepilot_session::PlanSpec;
 use gamepilot_session::ImagePart;
+use gamepilot_session::PlanSpec;
 use serde_json::Value;
 
 /// One pass's request: the session's job (its prompt, schema and first subgoal id), and the picture for

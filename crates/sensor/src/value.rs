@@ -175,7 +175,7 @@ impl CmpOp {
 
 pub use gamepilot_core::Verdict;
 
-/// A postcondition's value as its verdict (ADR-0036, INV-GND-001): `true` → confirmed, `false` → refuted,
+/// A postcondition's value as its verdict (INV-GND-001): `true` → confirmed, `false` → refuted,
 /// anything else (undefined, a number) → inconclusive, never refuted.
 pub fn verdict_of(v: Value) -> Verdict {
     match v {
