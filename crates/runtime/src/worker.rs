@@ -165,9 +165,12 @@ pub fn raise_reflex_priority() -> ReflexScheduling {
 
 /// The test-only fault hook (the fault matrix of docs/reliability.md): `GAMEPILOT_FAULT=reflex-panic@N`
 /// makes the reflex thread panic, and `reflex-block@N` block for good, at the first tick from its N-th on
-/// at which the executor holds input. Read once at thread start; unset (the normal case) it costs one
-/// comparison per tick.
+/// at which the executor holds input. Only in builds with the `fault-injection` feature (the tests');
+/// elsewhere, and with the variable unset, `None`. Read once at thread start: one comparison per tick.
 pub fn fault_tick(name: &str) -> Option<u64> {
+    if !cfg!(feature = "fault-injection") {
+        return None;
+    }
     let v = std::env::var("GAMEPILOT_FAULT").ok()?;
     let (what, at) = v.split_once('@')?;
     (what == name).then(|| at.parse().ok()).flatten()
