@@ -227,7 +227,7 @@ pub fn run(
         };
         let strike = |at: Option<u64>| at.is_some_and(|n| tick >= n && held_ticks >= FAULT_HELD_TICKS);
         if strike(panic_at) {
-            panic!("injected by GAMEPILOT_FAULT=reflex-panic at tick {tick} while holding input (test-only fault hook)");
+            panic!("injected fault reflex-panic at tick {tick} while holding input (test-only fault hook)");
         }
         if block_at.is_some_and(|n| tick >= n && held_ticks > 0) {
             // A tick that never returns (as in a blocking call that hangs), while holding input.

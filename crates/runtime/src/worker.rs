@@ -167,13 +167,18 @@ pub fn raise_reflex_priority() -> ReflexScheduling {
 /// makes the reflex thread panic, and `reflex-block@N` block for good, at the first tick from its N-th on
 /// at which the executor holds input. Only in builds with the `fault-injection` feature (the tests');
 /// elsewhere, and with the variable unset, `None`. Read once at thread start: one comparison per tick.
+#[cfg(feature = "fault-injection")]
 pub fn fault_tick(name: &str) -> Option<u64> {
-    if !cfg!(feature = "fault-injection") {
-        return None;
-    }
     let v = std::env::var("GAMEPILOT_FAULT").ok()?;
     let (what, at) = v.split_once('@')?;
     (what == name).then(|| at.parse().ok()).flatten()
+}
+
+/// A build without the `fault-injection` feature has no fault hooks: not even the variable's name is
+/// in the binary.
+#[cfg(not(feature = "fault-injection"))]
+pub fn fault_tick(_name: &str) -> Option<u64> {
+    None
 }
 
 /// Joins `thread` if it ends within `limit`; `None` when it is still running then (it is left to end with
