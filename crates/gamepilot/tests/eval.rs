@@ -13,18 +13,34 @@ fn corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../corpus")
 }
 
+/// `gamepilot eval` on the corpus file `corpus_file` against `host` with `extra` arguments, its results
+/// written to `out_file`: the process's output.
+fn run_eval(
+    host: &ScriptedHost,
+    corpus_file: &str,
+    out_file: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_gamepilot"))
+        .args(["eval", "--model-endpoint", &host.base_url()])
+        .arg("--corpus")
+        .arg(corpus().join(corpus_file))
+        .arg("--out")
+        .arg(out_file)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 /// Run `gamepilot eval` on every 7th point against `host`; its exit code and its JSON result.
 fn eval(host: &ScriptedHost, extra: &[&str]) -> (i32, Value) {
     let out_file = tempfile::NamedTempFile::new().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-        .args(["eval", "--model-endpoint", &host.base_url(), "--every", "7"])
-        .arg("--corpus")
-        .arg(corpus().join("decisions.json"))
-        .arg("--out")
-        .arg(out_file.path())
-        .args(extra)
-        .output()
-        .unwrap();
+    let out = run_eval(
+        host,
+        "decisions.json",
+        out_file.path(),
+        &[&["--every", "7"], extra].concat(),
+    );
     let text = format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
@@ -103,15 +119,7 @@ fn goals(extra: &[&str]) -> (Value, Vec<String>) {
     })
     .unwrap();
     let out_file = tempfile::NamedTempFile::new().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gamepilot"))
-        .args(["eval", "--model-endpoint", &host.base_url()])
-        .arg("--corpus")
-        .arg(corpus().join("goals.json"))
-        .arg("--out")
-        .arg(out_file.path())
-        .args(extra)
-        .output()
-        .unwrap();
+    let out = run_eval(&host, "goals.json", out_file.path(), extra);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     println!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{text}");

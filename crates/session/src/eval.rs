@@ -203,10 +203,7 @@ pub fn session_choice(
         .zip(tried_on)
         .filter_map(|(t, on)| match t.action {
             Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. } => on
-                .elements
-                .iter()
-                .filter(|e| e.label.is_some() && e.bbox.contains(Point::new(x, y)))
-                .min_by_key(|e| u64::from(e.bbox.w) * u64::from(e.bbox.h))
+                .labelled_at(Point::new(x, y))
                 .and_then(|e| e.label.as_deref())
                 .map(crate::direct::normalise),
             _ => None,

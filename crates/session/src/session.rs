@@ -581,16 +581,9 @@ pub(crate) fn action_label(action: &Action, mark: Option<ElementId>, on: &Observ
     let (Action::Click { x, y, .. } | Action::DoubleClick { x, y, .. }) = action else {
         return json;
     };
-    let at = Point::new(*x, *y);
-    let under = || {
-        on.elements
-            .iter()
-            .filter(|e| e.label.is_some() && e.bbox.contains(at))
-            .min_by_key(|e| u64::from(e.bbox.w) * u64::from(e.bbox.h))
-    };
     let label = mark
         .and_then(|m| on.element(m))
-        .or_else(under)
+        .or_else(|| on.labelled_at(Point::new(*x, *y)))
         .and_then(|e| e.label.as_deref())
         .map(|l| l.replace('"', "'"));
     match label {

@@ -59,6 +59,14 @@ impl Observation {
         self.elements.iter().find(|e| e.id == id)
     }
 
+    /// The smallest labelled element whose box holds `at`: what a click there lands on, by its label.
+    pub fn labelled_at(&self, at: gamepilot_core::Point) -> Option<&Element> {
+        self.elements
+            .iter()
+            .filter(|e| e.label.is_some() && e.bbox.contains(at))
+            .min_by_key(|e| u64::from(e.bbox.w) * u64::from(e.bbox.h))
+    }
+
     /// Say which elements lie in one of the game's popups or dialogs (`layers` bottom to top, as capture
     /// composed them): the topmost layer holding an element's centre is its layer.
     pub fn place_layers(&mut self, layers: &[LayerRegion]) {
