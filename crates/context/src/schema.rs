@@ -30,10 +30,13 @@ pub enum Tool {
     /// Walk the avatar to a marked element: the reflex steers with the direction keys self-identification
     /// learned; offered only once the session knows its avatar.
     MoveTo,
+    /// The model cannot tell which element gets the goal done: the session explores the screen itself
+    /// (tries the likely elements, notes what each does, comes back).
+    Unsure,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 14] = [
+    pub const ALL: [Tool; 15] = [
         Tool::ClickMark,
         Tool::Click,
         Tool::DoubleClick,
@@ -48,6 +51,7 @@ impl Tool {
         Tool::Wait,
         Tool::Note,
         Tool::MoveTo,
+        Tool::Unsure,
     ];
 
     /// The `action` value in JSON.
@@ -67,6 +71,7 @@ impl Tool {
             Tool::Wait => "wait",
             Tool::Note => "note",
             Tool::MoveTo => "move_to",
+            Tool::Unsure => "unsure",
         }
     }
 
@@ -91,6 +96,7 @@ impl Tool {
             Tool::Wait => "{\"action\":\"wait\",\"duration_ms\":500} do nothing for a while",
             Tool::Note => "{\"action\":\"note\",\"text\":\"...\"} record a fact you worked out into your notes",
             Tool::MoveTo => "{\"action\":\"move_to\",\"mark\":N} walk your avatar to the element marked N (the agent steers it there with the direction keys)",
+            Tool::Unsure => "{\"action\":\"unsure\"} you cannot tell which element gets the goal done: the agent tries the likely ones itself, notes what each does and comes back",
         }
     }
 }
@@ -300,6 +306,7 @@ pub fn tactical_schema_with_targets(
                 vec!["yaw_deg", "duration_ms"],
             ),
             Tool::Wait => (vec![("duration_ms", duration.clone())], vec!["duration_ms"]),
+            Tool::Unsure => (Vec::new(), Vec::new()),
             Tool::Note => (
                 vec![(
                     "text",
@@ -376,6 +383,8 @@ pub enum TacticalReply {
     Note { text: String },
     /// Walk the avatar to the element with this mark (steered by the reflex).
     MoveTo { mark: ElementId },
+    /// The model cannot tell what to do here: the session explores.
+    Unsure,
 }
 
 impl TacticalReply {
@@ -440,6 +449,7 @@ impl TacticalReply {
                     mark: ElementId(mark),
                 })
             }
+            "unsure" => Ok(TacticalReply::Unsure),
             "note" => Ok(TacticalReply::Note {
                 text: value
                     .get("text")

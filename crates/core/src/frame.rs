@@ -173,7 +173,7 @@ mod tests {
 /// a list, a tooltip: override-redirect) or a dialog (a top-level window of the same client, usually
 /// transient for the game). Capture composes them over the main window; the observation says which
 /// elements lie in one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowLayer {
     Popup,

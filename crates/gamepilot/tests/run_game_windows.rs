@@ -650,3 +650,106 @@ fn a_tile_that_cannot_slide_is_followed_by_its_nearest_like_until_one_slides_and
     );
     assert!(x.server_held().unwrap().is_empty());
 }
+
+#[test]
+fn an_unsure_model_gets_menus_explored_noted_and_closed_until_the_one_that_helps() {
+    // FR-LOOP-002 (exploration: try, verify, note, go back, try the next), FR-CTX-004 (what each try
+    // opened reaches the model's notes): on sgt-net the model answers `unsure` wherever "About" is not
+    // listed; the session opens the game's menus in turn without a model call, notes what each shows,
+    // closes each with Escape when the model is unsure there too, and the About dialog opens from the
+    // menu that has it. Judged by the game's own dialog window.
+    let mut bed = TestBed::start().unwrap();
+    let (win, x) = net(&mut bed);
+    let goal = "Learn which version of this puzzle is installed";
+    let prompts: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = prompts.clone();
+    let host = ScriptedHost::start(HostConfig::new(), move |req: &ReceivedChat| {
+        if req.system_text().contains("deliberative planner") {
+            return gamepilot_testbed::plan_reply(req, &[("learn which version this is", "region")]);
+        }
+        let prompt = req.prompt_text();
+        let about = mark_with(&prompt, "About", " in popup");
+        let dialog = mark_with(&prompt, "Close", " in dialog");
+        seen.lock().unwrap().push(prompt);
+        match (about, dialog) {
+            (_, Some(_)) => Reply::json(&json!({"action": "wait", "duration_ms": 300})),
+            (Some(mark), None) => Reply::json(&json!({"action": "click_mark", "mark": mark})),
+            (None, None) => Reply::json(&json!({"action": "unsure"})),
+        }
+    })
+    .unwrap();
+    let (_dir, rec, child) = spawn_run(&bed, win, &host, goal, &[]);
+    let dialog = || {
+        x.window_family(win)
+            .unwrap_or_default()
+            .iter()
+            .any(|m| m.layer == WindowLayer::Dialog)
+    };
+    let child = wait_or_fail(
+        child,
+        Duration::from_secs(150),
+        "the About dialog never opened",
+        dialog,
+    );
+    let out = stop(child);
+    let text = show(&out);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    let ev = events(&rec);
+    let notes: Vec<String> = ev
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect();
+    let tries: Vec<&str> = notes
+        .iter()
+        .filter_map(|n| n.strip_prefix("exploring (unsure): '"))
+        .filter_map(|n| n.split('\'').next())
+        .collect();
+    println!("tries: {tries:?}\n{}", notes.join("\n"));
+    assert_eq!(
+        tries.last(),
+        Some(&"Help"),
+        "the menus tried in turn, Help the last: {tries:?}"
+    );
+    assert!(tries.len() >= 2, "{tries:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("the model is unsure: exploring from")),
+        "{}",
+        notes.join("\n")
+    );
+    let opened = notes
+        .iter()
+        .filter(|n| n.starts_with("exploring: '") && n.contains("' opens a menu showing"))
+        .count();
+    assert_eq!(opened, tries.len(), "each try's menu noted: {}", notes.join("\n"));
+    let closed = notes
+        .iter()
+        .filter(|n| n.starts_with("exploring (unsure): back by Escape"))
+        .count();
+    assert_eq!(
+        closed,
+        tries.len() - 1,
+        "every menu but Help's closed again: {}",
+        notes.join("\n")
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("exploring ended with a choice made where 'help' opens a menu")),
+        "{}",
+        notes.join("\n")
+    );
+    // The model read what the first menu held when it was asked on the next.
+    let first = tries[0].to_lowercase();
+    assert!(
+        prompts
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|p| p.contains(&format!("'{first}' opens a menu showing"))),
+        "the note reached the model"
+    );
+    assert!(x.server_held().unwrap().is_empty());
+}

@@ -6,9 +6,10 @@
 use crate::RuntimeError;
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
+use gamepilot_session::eval::survey_choice;
 use gamepilot_session::eval::{judge, prompt_at, session_choice, DecisionPoint, PointResult};
 use gamepilot_session::relevance::Focus;
-use gamepilot_session::{observation_for_model, session_tools, Session, SessionConfig};
+use gamepilot_session::{observation_for_model, tools_for, Session, SessionConfig};
 use gamepilot_session::{tactical_schema, Cadence, ObservationText, SchemaLimits, TacticalReply, ToolSet};
 use gamepilot_vision::{Ocr, Perceiver};
 use std::path::Path;
@@ -90,13 +91,14 @@ pub fn evaluate(
     mut progress: impl FnMut(&PointResult),
 ) -> Result<Vec<PointResult>, RuntimeError> {
     let mut ocr = gamepilot_ocr::default_engine()?;
-    let tools = ToolSet::new(&session_tools(false))?;
     let cancel = CancelToken::new();
     let mut out = Vec::with_capacity(points.len());
     let base = SessionConfig {
         postconditions: vec!["goal".into()],
         ..SessionConfig::default()
     };
+    // The tools `run` offers a session of this configuration (`unsure` among them).
+    let tools = ToolSet::new(&tools_for(&base))?;
     let mut perceived: Option<(String, Size, gamepilot_vision::Observation)> = None;
     for point in points {
         // Points of one frame stand together in the corpus: the frame is perceived once for all of them.
@@ -170,7 +172,16 @@ pub fn evaluate(
         let result = match setup.client.chat_structured(&chat, &schema, &cancel) {
             Ok(r) => {
                 let t = &r.reply.timings;
-                let parsed = TacticalReply::parse(&r.value, &schema);
+                let mut parsed = TacticalReply::parse(&r.value, &schema);
+                let mut reply = r.reply.content.clone();
+                // As run decides: an unsure model's screen is explored, its first try the choice.
+                if setup.as_run && parsed.as_ref().is_ok_and(|p| *p == TacticalReply::Unsure) {
+                    let subgoal = point.before.as_ref().map_or("", |b| b.subgoal.as_str());
+                    if let Some(tried) = survey_choice(&point.goal, subgoal, obs) {
+                        reply = format!("{reply} -> the session explores: {}", reply_text(&tried));
+                        parsed = Ok(tried);
+                    }
+                }
                 PointResult {
                     id: point.id.clone(),
                     kind: point.kind.clone(),
@@ -179,7 +190,7 @@ pub fn evaluate(
                     latency_ms: t.wall_ms,
                     prompt_tokens: t.prompt_tokens.unwrap_or(0),
                     cached_tokens: t.cached_tokens.unwrap_or(0),
-                    reply: r.reply.content.clone(),
+                    reply,
                     by_session: false,
                 }
             }
@@ -208,6 +219,7 @@ fn reply_text(reply: &TacticalReply) -> String {
         TacticalReply::Act(a) => serde_json::to_string(a).unwrap_or_default(),
         TacticalReply::Note { text } => format!("note {text}"),
         TacticalReply::MoveTo { mark } => format!("move_to {mark}"),
+        TacticalReply::Unsure => "unsure".into(),
     }
 }
 

@@ -187,6 +187,26 @@ pub fn prompt_at(
     context.assemble(gamepilot_context::Cadence::Tactical, observation, None)
 }
 
+/// What `run` does when the model answers `unsure` on `obs`: the survey's first move (`crate::survey`) —
+/// its first try, the untried element the goal and step point at most, or Escape for an open menu that
+/// names nothing of the goal; `None` when there is nothing to try.
+pub fn survey_choice(goal: &str, subgoal: &str, obs: &Observation) -> Option<TacticalReply> {
+    let here = crate::safe_state::ScreenPrint::of(obs, crate::scene::scene_kind(obs));
+    let mut survey = crate::survey::Survey::default();
+    let focus = crate::relevance::Focus::new(goal, subgoal);
+    survey.unsure(obs, here.clone(), &focus);
+    let click = |mark| TacticalReply::ClickMark {
+        mark,
+        button: gamepilot_core::MouseButton::Left,
+    };
+    match survey.next(obs, here.as_ref(), &focus, &[])? {
+        crate::survey::Move::Try { mark, .. } => Some(click(mark)),
+        crate::survey::Move::Back(crate::safe_state::Step::Click(mark, _)) => Some(click(mark)),
+        crate::survey::Move::Back(crate::safe_state::Step::Press(key)) => Some(TacticalReply::Act(key)),
+        _ => None,
+    }
+}
+
 /// What `run`'s session does at a goal-directed point before any model call: the element the subgoal
 /// names or whose whole label its words hold (not one the tried clicks already landed on), clicked
 /// without a model call, or Escape when the subgoal closes what is open and nothing is labelled so

@@ -19,6 +19,7 @@ pub mod safe_state;
 pub mod scene;
 pub mod selfid;
 mod session;
+mod survey;
 pub mod tactical;
 
 pub use effect::{
@@ -44,8 +45,8 @@ pub use gamepilot_grounding::{
 pub use gamepilot_planner::{LoopConfig, PlanSpec, SubgoalCheck};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};
 pub use session::{
-    bound_text, observation_for_model, observation_signature, sensors_line, session_tools, tools_for_path,
-    ReflexFeed, Session, SessionConfig, SessionNumbers, TOOLS,
+    bound_text, observation_for_model, observation_signature, sensors_line, session_tools, tools_for,
+    tools_for_path, ReflexFeed, Session, SessionConfig, SessionNumbers, TOOLS,
 };
 pub use tactical::{CropPerception, ImageWanted, ModelAnswer, ModelCall, Perception, Picture, Reading};
 

@@ -134,6 +134,11 @@ pub fn model_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel
     out
 }
 
+/// The elements the focus points at (its words name them), best first.
+pub(crate) fn pointed_at(obs: &Observation, focus: &Focus) -> Vec<ElementId> {
+    focus_order(obs, focus, None)
+}
+
 fn focus_order(obs: &Observation, focus: &Focus, avatar: Option<&AvatarModel>) -> Vec<ElementId> {
     let cells = grid_cells(&obs.elements);
     let (subgoal, goal) = (FocusText::new(&focus.subgoal), FocusText::new(&focus.goal));

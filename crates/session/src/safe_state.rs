@@ -37,10 +37,31 @@ const BACK_LABELS: &[&str] = &[
     "done",
 ];
 
+/// Whether an element so labelled leads back (Back, Cancel, Close …).
+pub fn leads_back(label: &str) -> bool {
+    BACK_LABELS.contains(&normalise(label).as_str())
+}
+
+/// Step `taken` (from 0) of the way back a person takes from `obs`: Escape, then a visible element that
+/// leads back, then Escape again ([`Step::Press`] or [`Step::Click`]).
+pub fn way_back(obs: &Observation, taken: u32) -> Step {
+    let back = obs
+        .elements
+        .iter()
+        .find(|e| e.label.as_deref().is_some_and(leads_back));
+    match (taken, back) {
+        (1, Some(e)) => Step::Click(e.id, e.label.clone().unwrap_or_default()),
+        _ => Step::Press(Action::Key { key: "Escape".into() }),
+    }
+}
+
 /// What a screen shows, for recognising it again: its kind and its texts, normalised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScreenPrint {
     pub kind: SceneKind,
+    /// The game's popups and dialogs open over it: a screen with a menu open is another screen, however
+    /// few items the menu adds.
+    open: BTreeSet<gamepilot_core::WindowLayer>,
     texts: BTreeSet<String>,
 }
 
@@ -67,12 +88,14 @@ impl ScreenPrint {
             .filter(|t| t.chars().count() >= 2)
             .chain(drawn)
             .collect();
-        (texts.len() >= MIN_TOKENS).then_some(ScreenPrint { kind, texts })
+        let open = obs.elements.iter().filter_map(|e| e.layer).collect();
+        (texts.len() >= MIN_TOKENS).then_some(ScreenPrint { kind, open, texts })
     }
 
-    /// Shared texts over all texts of the two screens (0 for screens of different kinds).
+    /// Shared texts over all texts of the two screens (0 for screens of different kinds, or with
+    /// different popups or dialogs open).
     pub fn similarity(&self, other: &ScreenPrint) -> f64 {
-        if self.kind != other.kind {
+        if self.kind != other.kind || self.open != other.open {
             return 0.0;
         }
         let shared = self.texts.intersection(&other.texts).count();
@@ -88,12 +111,42 @@ impl ScreenPrint {
         self.similarity(other) >= SAME_SCREEN
     }
 
+    /// What this screen shows that `before` did not, a few of its texts (for "'Game' opens a menu
+    /// showing 'new', 'restart', …"); empty when it shows nothing new.
+    pub fn shown_beyond(&self, before: &ScreenPrint) -> String {
+        listed(self.texts.difference(&before.texts))
+    }
+
+    /// What kind of screen it is, as a person names it ("a menu", "a dialog", "a menu screen").
+    pub fn what(&self) -> &'static str {
+        use gamepilot_core::WindowLayer;
+        match (
+            self.open.contains(&WindowLayer::Dialog),
+            self.open.contains(&WindowLayer::Popup),
+            self.kind,
+        ) {
+            (true, _, _) => "a dialog",
+            (_, true, _) => "a menu",
+            (_, _, SceneKind::Menu) => "a menu screen",
+            (_, _, SceneKind::Dialogue) => "a dialogue",
+            (_, _, SceneKind::Play) => "another view",
+        }
+    }
+
     /// A few of its texts, for the note the model and the user read.
     pub fn describe(&self) -> String {
-        let shown: Vec<String> = self.texts.iter().take(4).map(|t| format!("'{t}'")).collect();
-        let more = if self.texts.len() > 4 { ", …" } else { "" };
-        format!("the {} showing {}{more}", self.kind.as_str(), shown.join(", "))
+        format!("the {} showing {}", self.kind.as_str(), listed(self.texts.iter()))
     }
+}
+
+/// A few of a print's tokens for a note, words before drawn elements (which read "blue square @1,6").
+fn listed<'a>(tokens: impl Iterator<Item = &'a String>) -> String {
+    let (mut words, drawn): (Vec<&String>, Vec<&String>) = tokens.partition(|t| !t.contains(" @"));
+    let all = words.len() + drawn.len();
+    words.extend(drawn);
+    let shown: Vec<String> = words.iter().take(4).map(|t| format!("'{t}'")).collect();
+    let more = if all > 4 { ", …" } else { "" };
+    format!("{}{more}", shown.join(", "))
 }
 
 /// What the rung does when it is reached.
@@ -166,15 +219,7 @@ impl SafeState {
             )));
         }
         self.returning = Some((target, taken + 1));
-        let back = obs.elements.iter().find(|e| {
-            e.label
-                .as_deref()
-                .is_some_and(|l| BACK_LABELS.contains(&normalise(l).as_str()))
-        });
-        Some(match (taken, back) {
-            (1, Some(e)) => Step::Click(e.id, e.label.clone().unwrap_or_default()),
-            _ => Step::Press(Action::Key { key: "Escape".into() }),
-        })
+        Some(way_back(obs, taken))
     }
 
     /// The rung ended another way (progress, a stop): no more steps back.

@@ -42,6 +42,8 @@ const GOAL_PLAN_ACTIONS: u32 = 10;
 const PROBE_LABEL: &str = "self-identification probe:";
 /// The label an exploration click starts with (the session's own choice, after a click that did nothing).
 const EXPLORE_LABEL: &str = "exploring:";
+/// The label prefix of a survey's clicks and steps back (an unsure model's exploration, `survey.rs`).
+const SURVEY_LABEL: &str = "exploring (unsure):";
 /// The longest the start pass waits for the first screen's perception.
 const START_PASS_WAIT_MS: u64 = 3_000;
 
@@ -131,6 +133,10 @@ pub struct SessionConfig {
     /// model call (`explore.rs`). Recordings made before this lack the field and replay as made.
     #[serde(default)]
     pub explore_siblings: bool,
+    /// The model may answer `unsure`, and the session then explores the screen itself (`survey.rs`).
+    /// Recordings made before this lack the field and replay as made.
+    #[serde(default)]
+    pub explore_unsure: bool,
 }
 
 impl Default for SessionConfig {
@@ -159,6 +165,7 @@ impl Default for SessionConfig {
             fresh_frames: true,
             direct_by_words: true,
             explore_siblings: true,
+            explore_unsure: true,
         }
     }
 }
@@ -319,6 +326,7 @@ pub struct Session {
     actions: BTreeMap<ActionId, GroundedAction>,
     /// After a click that changed nothing, the elements like it still to try (within the subgoal).
     explore: crate::explore::Explorer,
+    survey: crate::survey::Survey,
     next_action: u64,
     next_subgoal: u32,
     next_hold: u64,
@@ -571,6 +579,16 @@ pub fn session_tools(camera_calibrated: bool) -> Vec<Tool> {
         .collect()
 }
 
+/// The tools a session of `cfg` describes to the model: [`session_tools`], and `unsure` where the
+/// session explores for an unsure model.
+pub fn tools_for(cfg: &SessionConfig) -> Vec<Tool> {
+    let mut tools = session_tools(cfg.camera_calibrated);
+    if cfg.explore_unsure {
+        tools.push(Tool::Unsure);
+    }
+    tools
+}
+
 /// How an action the session takes is named in the history the model reads (and in the loop's cycle
 /// keys): the action as the executor runs it, in JSON, and for a click what it landed on by its label —
 /// the clicked mark, or else the smallest labelled element under the point. "click at 77,14 ->
@@ -658,7 +676,7 @@ impl Session {
             Some(d) => Some(crate::declare::Declarations::new(d.clone()).map_err(SessionError::Sensors)?),
             None => None,
         };
-        let mut tools = session_tools(cfg.camera_calibrated);
+        let mut tools = tools_for(&cfg);
         if cfg.steering.is_some() {
             // Described in block 1 from the start (the prefix stays byte-identical) and first: a small
             // model answers the first tool it reads where the schema allows it. Offered in a tick's
@@ -687,6 +705,7 @@ impl Session {
             context,
             actions: BTreeMap::new(),
             explore: crate::explore::Explorer::default(),
+            survey: crate::survey::Survey::default(),
             next_action: 1,
             next_subgoal: 1,
             next_hold: 1,
@@ -1035,6 +1054,9 @@ impl Session {
                 // up, a new rung or a subgoal reached ends it.
                 Command::SubgoalCompleted { .. } => {
                     self.safe.abandon();
+                    // A survey outlives a replan (each screen its tries open is a scene change, and a
+                    // scene change replans); a step reached ends it.
+                    self.survey.reset();
                     self.refresh_plan_block();
                 }
                 Command::PlanAdopted { .. } | Command::SubgoalAbandoned { .. } => self.refresh_plan_block(),
@@ -1793,9 +1815,13 @@ impl Session {
             tools.retain(|t| *t != Tool::Click);
             tools.push(Tool::MoveTo);
         }
+        if self.cfg.explore_unsure && tools.contains(&Tool::ClickMark) {
+            tools.push(Tool::Unsure);
+        }
         let perceive_only = self.selfid.probing()
             || self.retry.is_some()
             || self.explore.wanted()
+            || self.survey.wanted()
             || self.recheck.is_some()
             || self.safe.returning()
             || self.goal_look_wanted.is_some()
@@ -2328,6 +2354,9 @@ impl Session {
             }
         }
         if perceived_only {
+            if self.survey.wanted() {
+                return self.survey_step(&t.observation, scene, generation, now, out);
+            }
             if let Some((aim, excluded)) = direct {
                 if aim.dismisses(&t.observation, &excluded) {
                     return self.dismiss_with_escape(&t.observation, generation, now, out);
@@ -2385,6 +2414,9 @@ impl Session {
         self.record_call(&reply);
         if self.context.needs_compaction(reply.tokens_in as u32) {
             self.compact(reply.tokens_in as u32, now, out);
+        }
+        if reply.reply == TacticalReply::Unsure {
+            return self.on_unsure(&t.observation, scene, now, out);
         }
         let marks = t.crop.as_ref().unwrap_or(&t.observation);
         let two_stage = t.crop.is_some();
@@ -2555,6 +2587,106 @@ impl Session {
         true
     }
 
+    /// The model answered `unsure`: a survey starts from this screen, or the way back starts from the
+    /// screen a survey's try opened, or nothing is explored and the model is asked again as usual.
+    fn on_unsure(&mut self, obs: &Observation, scene: SceneKind, now: MonoTime, out: &mut Vec<Effect>) {
+        let focus = self.survey_focus();
+        let (outcome, note) = match self.survey.unsure(obs, ScreenPrint::of(obs, scene), &focus) {
+            crate::survey::Unsure::Began(home) => (
+                "exploring: the agent tries the likely elements itself".to_string(),
+                format!("the model is unsure: exploring from {home}"),
+            ),
+            crate::survey::Unsure::GoBack(what) => (
+                "exploring: going back to try the next element".to_string(),
+                format!("the model is unsure here too ({what}): going back"),
+            ),
+            crate::survey::Unsure::Refused(why) => (
+                format!("nothing explored: {why}"),
+                format!("the model is unsure; nothing explored: {why}"),
+            ),
+        };
+        self.context.record(HistoryEntry::new(now, "unsure", outcome));
+        out.push(Effect::Record(SessionRecord::Note { text: note }));
+    }
+
+    /// What a survey's tries are ordered toward: the goal and the plan's current step.
+    fn survey_focus(&self) -> crate::relevance::Focus {
+        crate::relevance::Focus::new(
+            self.cfg.goal.clone(),
+            self.context.plan().subgoal.as_deref().unwrap_or(""),
+        )
+    }
+
+    /// The survey's move on a fresh observation: a try or a step back, clicked or pressed without a model
+    /// call and verified like any action; what a try opened, noted (the context is the only memory); or
+    /// the survey's end. A try the destructive check holds for the user ends the survey there.
+    fn survey_step(
+        &mut self,
+        obs: &Observation,
+        scene: SceneKind,
+        generation: u64,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) {
+        let focus = self.survey_focus();
+        let here = ScreenPrint::of(obs, scene);
+        let Some(step) = self.survey.next(obs, here.as_ref(), &focus, &self.excluded) else {
+            return;
+        };
+        let left = |mark| TacticalReply::ClickMark {
+            mark,
+            button: gamepilot_core::MouseButton::Left,
+        };
+        let (reply, what) = match step {
+            crate::survey::Move::Look(found) => {
+                if let Err(e) = self.context.note(&found, now) {
+                    out.push(Effect::Record(SessionRecord::Note {
+                        text: format!("exploration note refused: {e}"),
+                    }));
+                }
+                out.push(Effect::Record(SessionRecord::Note {
+                    text: format!("exploring: {found}; the model looks at it"),
+                }));
+                return;
+            }
+            crate::survey::Move::Done(why) => {
+                self.context
+                    .record(HistoryEntry::new(now, "exploring", why.clone()));
+                out.push(Effect::Record(SessionRecord::Note { text: why }));
+                return;
+            }
+            crate::survey::Move::Try { mark, label, n } => (
+                left(mark),
+                format!(
+                    "'{label}' (mark {}, try {n} of at most {})",
+                    mark.0,
+                    crate::survey::MAX_TRIES
+                ),
+            ),
+            crate::survey::Move::Back(SafeStep::Click(mark, label)) => {
+                (left(mark), format!("back by '{label}'"))
+            }
+            crate::survey::Move::Back(SafeStep::Press(action)) => {
+                (TacticalReply::Act(action), "back by Escape".to_string())
+            }
+            crate::survey::Move::Back(_) => return,
+        };
+        let Some(mut grounded) = self.ground(&reply, obs, false, generation, now) else {
+            return;
+        };
+        grounded.label = format!("{SURVEY_LABEL} {what}, {}", grounded.label);
+        self.numbers.direct_groundings += 1;
+        out.push(Effect::Record(SessionRecord::Note {
+            text: format!("{} (without a model call)", grounded.label),
+        }));
+        self.act_on(grounded, obs, generation, now, out);
+        if self.held.is_some() {
+            if let Some(note) = self.survey.abandon("a destructive action is held for the user") {
+                out.push(Effect::Record(SessionRecord::Note { text: note }));
+            }
+        }
+    }
+
     /// What a click's verdict teaches exploration: one that changed nothing makes its like worth trying;
     /// an exploration click that changed something is noted (the context is the only memory).
     fn explored(
@@ -2564,6 +2696,12 @@ impl Session {
         now: MonoTime,
         out: &mut Vec<Effect>,
     ) {
+        if a.label.starts_with(SURVEY_LABEL) {
+            // A survey's own click: the survey judges it on the next perception, not the sibling search.
+            self.survey
+                .verdict(verdict == gamepilot_grounding::Verdict::Refuted);
+            return;
+        }
         let Action::Click { x, y, .. } = a.intention.action else {
             return;
         };
@@ -2710,6 +2848,8 @@ impl Session {
         now: MonoTime,
     ) -> Option<GroundedAction> {
         let (action, mark, path, target) = match reply {
+            // Exploration answers it before grounding (`on_unsure`); grounded, it executes nothing.
+            TacticalReply::Unsure => return None,
             TacticalReply::Note { text } => {
                 let outcome = match self.context.note(text, now) {
                     Ok(o) => format!("{o:?}"),
@@ -2774,6 +2914,13 @@ impl Session {
 
     /// Propose a grounded action to the loop logic, which executes or rejects it.
     fn propose(&mut self, grounded: GroundedAction, now: MonoTime, out: &mut Vec<Effect>) {
+        // An action chosen on what a survey's try opened (the model's, or the session's own grounding of
+        // a named element) ends the survey: it found the way on.
+        if !grounded.label.starts_with(SURVEY_LABEL) {
+            if let Some(note) = self.survey.chosen() {
+                out.push(Effect::Record(SessionRecord::Note { text: note }));
+            }
+        }
         let id = ActionId(self.next_action);
         self.next_action += 1;
         let event = Event::ActionProposed {
@@ -3634,6 +3781,9 @@ impl Session {
     /// The safe-state rung begins: nothing to return to fails it at once; already there, the model is
     /// told; otherwise the next tactical ticks only perceive and step back.
     fn begin_safe_return(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
+        if let Some(note) = self.survey.abandon("the ladder goes back to the safe screen") {
+            out.push(Effect::Record(SessionRecord::Note { text: note }));
+        }
         let (note, failed) = match self.safe.begin(self.last_print.as_ref()) {
             Begin::NoSafeScreen => (
                 "safe state: no screen of this session had a confirmed action to return to".to_string(),

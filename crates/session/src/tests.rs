@@ -2370,3 +2370,124 @@ fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
 
 #[path = "tests_declare.rs"]
 mod declare;
+
+/// The view a menu's first button opened: a score and a coin counter.
+fn play_view() -> Observation {
+    let text = |s: &str, x: i32| TextItem {
+        text: s.into(),
+        bbox: Rect::new(x, 20, 120, 28),
+        confidence: 0.9,
+    };
+    Observation {
+        at: MonoTime::ZERO,
+        frame_size: Size::new(1280, 720),
+        class: FrameChange::Scene,
+        texts: vec![text("Score 0", 20), text("Coins 0", 300), text("Lives 3", 600)],
+        elements: Vec::new(),
+    }
+}
+
+#[test]
+fn an_unsure_model_is_answered_by_a_survey_that_tries_notes_goes_back_and_tries_the_next() {
+    // FR-LOOP-002 (exploration like a person), FR-CTX-004 (what a try opened is noted): the model answers
+    // `unsure`; the session clicks the first element without a model call, notes the view it opened, lets
+    // the model look; unsure there too, it presses Escape, and back on the menu tries the next element.
+    let cfg = SessionConfig {
+        goal: "change how the game looks".into(),
+        ..config()
+    };
+    let (mut s, adopted) = started_with(cfg, two_step_plan());
+    let job = tactical_jobs(&adopted)[0].clone();
+    assert!(
+        job.tools.contains(&gamepilot_context::Tool::Unsure),
+        "offered beside marks"
+    );
+    let mut t = 300;
+    let fx = s.answer(outcome(job.tick, menu(), reply(TacticalReply::Unsure)), ms(t));
+    assert!(submits(&fx).is_empty());
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| n.starts_with("the model is unsure: exploring from the menu showing")),
+        "{fx:#?}"
+    );
+    // The next tick only perceives: the survey's first try, in reading order (nothing is named).
+    // The tick that follows `fx`: started by it, or by the next reflex report.
+    let next_tick = |s: &mut Session, t: &mut u64, fx: &[Effect]| {
+        if let Some(j) = tactical_jobs(fx).first() {
+            return (*j).clone();
+        }
+        *t += 2000;
+        let fx = s.step(Input::Reflex(reflex(*t)), ms(*t));
+        tactical_jobs(&fx)
+            .first()
+            .map(|j| (*j).clone())
+            .unwrap_or_else(|| panic!("the next tick at {t}: {fx:#?}"))
+    };
+    let job = next_tick(&mut s, &mut t, &fx);
+    assert!(job.perceive_only, "no model call: the session explores");
+    let fx = s.answer(outcome(job.tick, menu(), not_asked()), ms(t));
+    let clicks = submits(&fx);
+    assert!(
+        matches!(clicks[..], [(_, Action::Click { x: 640, y: 324, .. }, _)]),
+        "Play: {clicks:?}"
+    );
+    assert!(notes(&fx)
+        .iter()
+        .any(|n| n.starts_with("exploring (unsure): 'Play' (mark 1, try 1 of at most 4)")));
+    let tried = clicks[0].0;
+    ended(&mut s, tried, ms(t + 50));
+    let fx = s.step(
+        Input::Evidence {
+            action: tried,
+            changed: Some(true),
+        },
+        ms(t + 100),
+    );
+    // What it opened is noted, and the model looks at it.
+    let job = next_tick(&mut s, &mut t, &fx);
+    assert!(job.perceive_only);
+    let fx = s.answer(outcome(job.tick, play_view(), not_asked()), ms(t));
+    assert!(submits(&fx).is_empty());
+    assert!(
+        notes(&fx)
+            .iter()
+            .any(|n| n.starts_with("exploring: 'play' opens another view showing 'coins 0'")),
+        "{fx:#?}"
+    );
+    let job = next_tick(&mut s, &mut t, &fx);
+    assert!(!job.perceive_only, "the model looks at what opened");
+    let prompt = s
+        .context()
+        .assemble(Cadence::Tactical, &ObservationText::new(ms(t), ""), None)
+        .render();
+    assert!(prompt.contains("'play' opens another view showing"), "{prompt}");
+    // Unsure there too: Escape, verified by the menu showing again, then the next element.
+    let fx = s.answer(
+        outcome(job.tick, play_view(), reply(TacticalReply::Unsure)),
+        ms(t),
+    );
+    assert!(notes(&fx).iter().any(|n| n.contains("going back")), "{fx:#?}");
+    let job = next_tick(&mut s, &mut t, &fx);
+    let fx = s.answer(outcome(job.tick, play_view(), not_asked()), ms(t));
+    let back = submits(&fx);
+    assert!(
+        matches!(&back[..], [(_, Action::Key { key }, _)] if key == "Escape"),
+        "{back:?}"
+    );
+    ended(&mut s, back[0].0, ms(t + 50));
+    let fx = s.step(
+        Input::Evidence {
+            action: back[0].0,
+            changed: Some(true),
+        },
+        ms(t + 100),
+    );
+    let job = next_tick(&mut s, &mut t, &fx);
+    let fx = s.answer(outcome(job.tick, menu(), not_asked()), ms(t));
+    assert!(
+        matches!(submits(&fx)[..], [(_, Action::Click { x: 640, y: 404, .. }, _)]),
+        "Options next: {fx:#?}"
+    );
+    assert_eq!(s.numbers().tactical_calls, 2, "two model calls, both unsure");
+}
