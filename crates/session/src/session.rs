@@ -2916,7 +2916,10 @@ impl Session {
     fn propose(&mut self, grounded: GroundedAction, now: MonoTime, out: &mut Vec<Effect>) {
         // An action chosen on what a survey's try opened (the model's, or the session's own grounding of
         // a named element) ends the survey: it found the way on.
-        if !grounded.label.starts_with(SURVEY_LABEL) {
+        // Waiting is no choice: the model may wait for what a try opened to finish drawing.
+        let chose = !grounded.label.starts_with(SURVEY_LABEL)
+            && !matches!(grounded.intention.action, Action::Wait { .. });
+        if chose {
             if let Some(note) = self.survey.chosen() {
                 out.push(Effect::Record(SessionRecord::Note { text: note }));
             }
