@@ -14,6 +14,7 @@ pub mod goal_steps;
 mod host_health;
 pub mod input;
 pub mod plan;
+mod reflex_feed;
 pub mod relevance;
 pub mod safe_state;
 pub mod scene;
@@ -43,10 +44,11 @@ pub use gamepilot_grounding::{
     plan_crop, scale_rect, Crop, GroundingPath, RefineConfig, SteerController, SteerEnd, SteerPlan,
 };
 pub use gamepilot_planner::{LoopConfig, PlanSpec, SubgoalCheck};
+pub use reflex_feed::{observation_signature, ReflexFeed};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};
 pub use session::{
-    bound_text, observation_for_model, observation_signature, sensors_line, session_tools, tools_for,
-    tools_for_path, ReflexFeed, Session, SessionConfig, SessionNumbers, TOOLS,
+    bound_text, observation_for_model, sensors_line, session_tools, tools_for, tools_for_path, Session,
+    SessionConfig, SessionNumbers, TOOLS,
 };
 pub use tactical::{CropPerception, ImageWanted, ModelAnswer, ModelCall, Perception, Picture, Reading};
 
