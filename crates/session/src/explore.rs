@@ -1,6 +1,8 @@
 //! Exploration: after a click that changed nothing, the session tries the nearest untried element like
 //! the one clicked (another tile of the same board, another item of the same list) without a model call,
-//! a bounded number of times a subgoal, as a person tries the next tile when the first did not move.
+//! a bounded number of times a subgoal, as a person tries the next tile when the first did not move — and
+//! once one like it failed too, the nearest drawn control of another kind (the arrows around a board
+//! whose tiles do not move).
 
 use gamepilot_core::{ElementId, Point};
 use gamepilot_vision::{Element, Observation};
@@ -59,8 +61,14 @@ impl Explorer {
 
     /// The element to try next on `obs`: the nearest element like the one the last refuted click hit
     /// (the same kind of source and window layer, its size within 30 %), containing no refuted point and
-    /// not excluded. `None` (and exploration ends until the next refuted click) when there is none.
-    pub fn next(&mut self, obs: &Observation, excluded: &[ElementId]) -> Option<(ElementId, String)> {
+    /// not excluded — after a first try, the nearest small drawn control of another kind first — with its
+    /// label and which it is ("like it", "of another kind"). `None` (and exploration ends until the next
+    /// refuted click) when there is none.
+    pub fn next(
+        &mut self,
+        obs: &Observation,
+        excluded: &[ElementId],
+    ) -> Option<(ElementId, String, &'static str)> {
         self.wanted = false;
         let at = *self.refuted.last()?;
         let clicked = obs.elements.iter().find(|e| e.bbox.contains(at))?;
@@ -69,16 +77,35 @@ impl Explorer {
                 && !excluded.contains(&e.id)
                 && !self.refuted.iter().any(|p| e.bbox.contains(*p))
         };
-        let (id, label) = obs
+        let near = |e: &&Element| distance2(e.bbox.center(), at);
+        let like = obs
             .elements
             .iter()
             .filter(|e| alike(clicked, e))
             .filter(untried)
-            .min_by_key(|e| distance2(e.bbox.center(), at))
-            .map(|e| (e.id, describe(e)))?;
+            .min_by_key(near);
+        let other_kind = obs
+            .elements
+            .iter()
+            .filter(|e| drawn_control(e, obs) && e.layer == clicked.layer && !alike(clicked, e))
+            .filter(untried)
+            .min_by_key(near);
+        // The first try is one like the dead click; after that failed too, that kind is likely dead
+        // (sgt-sixteen's tiles: its arrows move them) and the other kind goes first.
+        let pick = if self.tries == 0 {
+            like.or(other_kind)
+        } else {
+            other_kind.or(like)
+        };
+        let kind = if pick.is_some() && pick.map(|e| e.id) == like.map(|e| e.id) {
+            "like it"
+        } else {
+            "of another kind"
+        };
+        let (id, label) = pick.map(|e| (e.id, describe(e)))?;
         self.tries += 1;
         self.tried.push(label.clone());
-        Some((id, label))
+        Some((id, label, kind))
     }
 }
 
@@ -86,6 +113,14 @@ impl Explorer {
 fn alike(a: &Element, b: &Element) -> bool {
     let near = |x: u32, y: u32| (f64::from(x) - f64::from(y)).abs() <= SIZE_TOLERANCE * f64::from(x.max(1));
     a.source == b.source && a.layer == b.layer && near(a.bbox.w, b.bbox.w) && near(a.bbox.h, b.bbox.h)
+}
+
+/// A small drawn element with no text: a control drawn by the game (an arrow, a knob, a dot), not a
+/// text, not a panel (at most a sixteenth of the frame).
+fn drawn_control(e: &Element, obs: &Observation) -> bool {
+    e.label.is_none()
+        && e.looks.is_some()
+        && u64::from(e.bbox.w) * u64::from(e.bbox.h) * 16 <= obs.frame_size.area()
 }
 
 fn distance2(a: Point, b: Point) -> i64 {
@@ -97,7 +132,12 @@ fn distance2(a: Point, b: Point) -> i64 {
 fn describe(e: &Element) -> String {
     match e.label.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
         Some(l) => format!("'{l}'"),
-        None => format!("the element at {},{}", e.bbox.center().x, e.bbox.center().y),
+        None => format!(
+            "the {}element at {},{}",
+            e.looks.as_deref().map(|l| format!("{l} ")).unwrap_or_default(),
+            e.bbox.center().x,
+            e.bbox.center().y
+        ),
     }
 }
 
@@ -145,7 +185,7 @@ mod tests {
         // The model clicked tile 1 (top left): it did not move.
         x.refuted(Point::new(29, 69));
         assert!(x.wanted());
-        let (first, label) = x.next(&board(), &[]).expect("a sibling");
+        let (first, label, _) = x.next(&board(), &[]).expect("a sibling");
         assert!(!x.wanted(), "one try a refuted click");
         assert!(
             first == ElementId(2) || first == ElementId(5),
@@ -155,7 +195,7 @@ mod tests {
         // That one changed nothing either: the next is another tile, never one tried.
         let c = board().element(first).unwrap().bbox.center();
         x.refuted(c);
-        let (second, _) = x.next(&board(), &[]).expect("a third tile");
+        let (second, _, _) = x.next(&board(), &[]).expect("a third tile");
         assert!(![ElementId(1), first, ElementId(30)].contains(&second));
         assert_eq!(x.tries(), 2);
         assert_eq!(x.tried().len(), 2);
@@ -181,6 +221,41 @@ mod tests {
         bounded.reset();
         bounded.refuted(Point::new(29, 69));
         assert!(bounded.wanted());
+    }
+
+    #[test]
+    fn once_a_like_one_failed_too_the_nearest_drawn_control_of_another_kind_goes_first() {
+        // sgt-sixteen: its tiles do not move, the round arrows around the board do
+        let mut obs = board();
+        let arrow = |id: u32, x: i32, y: i32| Element {
+            id: ElementId(id),
+            bbox: Rect::new(x, y, 12, 12),
+            confidence: 0.9,
+            source: ElementSource::Component,
+            label: None,
+            looks: Some("grey round".into()),
+            layer: None,
+            selected: false,
+        };
+        obs.elements.push(arrow(40, 0, 60));
+        obs.elements.push(arrow(41, 175, 180));
+        let mut x = Explorer::default();
+        x.refuted(Point::new(29, 69));
+        let (first, _, kind) = x.next(&obs, &[]).unwrap();
+        assert_eq!(kind, "like it");
+        assert!(
+            first == ElementId(2) || first == ElementId(5),
+            "a tile first: {first:?}"
+        );
+        x.refuted(obs.element(first).unwrap().bbox.center());
+        let (second, label, kind) = x.next(&obs, &[]).unwrap();
+        assert_eq!(second, ElementId(40), "the arrow beside the first tile");
+        assert_eq!(kind, "of another kind");
+        assert_eq!(label, "the grey round element at 6,66");
+        // A dead status line has nothing like it: the arrow nearest it at once.
+        let mut x = Explorer::default();
+        x.refuted(Point::new(90, 230));
+        assert_eq!(x.next(&obs, &[]).map(|t| t.0), Some(ElementId(41)));
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! From a choice to an action in the session: grounding a reply (a mark, a point, a walk), the gates that hold an action back (a stale window, the user, the game behind, a destructive dialogue), and proposal to the loop.
+//! From a choice to an action in the session: grounding a reply (a mark, a point, a walk), the gates that
+//! hold an action back (a stale window, the user, the game behind, a destructive dialogue), and proposal to
+//! the loop.
 
 use super::*;
 
-impl super::Session {
+impl Session {
     /// What follows grounding, for a model's reply and a retry alike: a stale pointer action is dropped, a
     /// paused session acts on nothing, a destructive dialogue holds the action for the user, and otherwise
     /// it is proposed.

@@ -1,8 +1,9 @@
-//! Declarations in the session: the sensors and checks the agent declares in its plan (what it may declare, the lines that tell it, compiling and handing them to the reflex, refusing what cannot be adopted).
+//! Declarations in the session: the sensors and checks the agent declares in its plan (what it may declare,
+//! the lines that tell it, compiling and handing them to the reflex, refusing what cannot be adopted).
 
 use super::*;
 
-impl super::Session {
+impl Session {
     /// A declaring session's plan schema as of now: the sensors it may name, whether the goal's check
     /// is still wanted, the marks of the latest frame and those that show a number.
     pub(super) fn declaring_schema(&self) -> Option<serde_json::Value> {

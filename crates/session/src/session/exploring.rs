@@ -1,8 +1,10 @@
-//! Exploration without a model call, wired into the session: the like of a click that changed nothing (`explore.rs`), and the survey for a model that answers `unsure` (`survey.rs`); Escape for a step that closes what is open.
+//! Exploration without a model call, wired into the session: the like of a click that changed nothing
+//! (`explore.rs`), and the survey for a model that answers `unsure` (`survey.rs`); Escape for a step that
+//! closes what is open.
 
 use super::*;
 
-impl super::Session {
+impl Session {
     /// Exploration's next try on `obs`: the nearest untried element like the one whose click changed
     /// nothing, clicked without a model call (a retry of the same click waits behind it). False when
     /// there is none to try: the model is asked as usual.
@@ -13,7 +15,7 @@ impl super::Session {
         now: MonoTime,
         out: &mut Vec<Effect>,
     ) -> bool {
-        let Some((mark, label)) = self.explore.siblings.next(obs, &self.tactical.excluded) else {
+        let Some((mark, label, kind)) = self.explore.siblings.next(obs, &self.tactical.excluded) else {
             return false;
         };
         let reply = TacticalReply::ClickMark {
@@ -28,7 +30,7 @@ impl super::Session {
         self.numbers.direct_groundings += 1;
         out.push(Effect::Record(SessionRecord::Note {
             text: format!(
-                "exploring without a model call (try {} of at most {}): the last click changed nothing, {label} (mark {}) is the nearest untried element like it",
+                "exploring without a model call (try {} of at most {}): the last click changed nothing, {label} (mark {}) is the nearest untried element {kind}",
                 self.explore.siblings.tries(),
                 crate::explore::MAX_TRIES,
                 mark.0

@@ -1,8 +1,9 @@
-//! The agent's own goal check in the session: read as the goal's steps, judged when it reads true, confirmed by a second look on a frame perceived after, and the next step's check asked for.
+//! The agent's own goal check in the session: read as the goal's steps, judged when it reads true, confirmed
+//! by a second look on a frame perceived after, and the next step's check asked for.
 
 use super::*;
 
-impl super::Session {
+impl Session {
     /// The goal's value the loop logic may stop on. A user's check is taken as it reads; an agent's only
     /// once it was seen false after its declaration (one already true is refused and a new one asked
     /// for) and an action of this session came after that; with no check accepted yet, none.

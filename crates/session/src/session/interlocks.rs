@@ -1,8 +1,10 @@
-//! What the reflex reports and the user answers, in the session: a reflex tick (sensors, goal check, progress), the game in front or behind, the user's pause and resume, a held destructive action answered or gone stale, an action the executor refused.
+//! What the reflex reports and the user answers, in the session: a reflex tick (sensors, goal check,
+//! progress), the game in front or behind, the user's pause and resume, a held destructive action answered or
+//! gone stale, an action the executor refused.
 
 use super::*;
 
-impl super::Session {
+impl Session {
     pub(super) fn on_reflex(&mut self, r: ReflexReport, now: MonoTime, out: &mut Vec<Effect>) {
         self.numbers.held_inputs = r.held;
         if !r.sensors.is_empty() {

@@ -1,8 +1,10 @@
-//! The loop logic's commands applied in the session: a plan adopted, a subgoal started or completed, a rung reached, an action executed or judged, a stop — each turned into effects, records and the context's plan block.
+//! The loop logic's commands applied in the session: a plan adopted, a subgoal started or completed, a rung
+//! reached, an action executed or judged, a stop — each turned into effects, records and the context's plan
+//! block.
 
 use super::*;
 
-impl super::Session {
+impl Session {
     pub(super) fn apply(&mut self, commands: Vec<Command>, now: MonoTime, out: &mut Vec<Effect>) {
         for c in commands {
             match c {

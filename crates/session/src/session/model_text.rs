@@ -1,4 +1,5 @@
-//! What the model reads, as the session writes it: the observation text and its bounds, the sensors line, and how an action is named in the history.
+//! What the model reads, as the session writes it: the observation text and its bounds, the sensors line, and
+//! how an action is named in the history.
 
 use super::*;
 

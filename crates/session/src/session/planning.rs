@@ -1,8 +1,9 @@
-//! The deliberative cadence in the session: the pass's job and prompt, its plan adopted or refused, passes held back while the host is busy, research.
+//! The deliberative cadence in the session: the pass's job and prompt, its plan adopted or refused, passes
+//! held back while the host is busy, research.
 
 use super::*;
 
-impl super::Session {
+impl Session {
     /// A deliberative pass's job: the context as of now and fresh subgoal ids.
     pub(super) fn deliberation_job(&mut self, pass: u64, trigger: Trigger, now: MonoTime) -> DeliberationJob {
         let first_id = self.run.next_subgoal;

@@ -1,8 +1,9 @@
-//! The escalation ladder's safe-state rung in the session: begun where the screen is known, one step back per fresh observation, arrival known by the screen itself (`safe_state.rs`).
+//! The escalation ladder's safe-state rung in the session: begun where the screen is known, one step back per
+//! fresh observation, arrival known by the screen itself (`safe_state.rs`).
 
 use super::*;
 
-impl super::Session {
+impl Session {
     /// The safe-state rung begins: nothing to return to fails it at once; already there, the model is
     /// told; otherwise the next tactical ticks only perceive and step back.
     pub(super) fn begin_safe_return(&mut self, now: MonoTime, out: &mut Vec<Effect>) {

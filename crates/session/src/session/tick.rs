@@ -1,8 +1,9 @@
-//! The tactical tick in the session: when one starts and what it offers, the perception (what the model reads, whether it is asked at all), the call, and the reply.
+//! The tactical tick in the session: when one starts and what it offers, the perception (what the model
+//! reads, whether it is asked at all), the call, and the reply.
 
 use super::*;
 
-impl super::Session {
+impl Session {
     /// Start a tactical tick when none is running, nothing awaits verification or the user, a subgoal is
     /// active and the interval has passed.
     pub(super) fn maybe_start_tactical(&mut self, now: MonoTime, out: &mut Vec<Effect>) {

@@ -1,4 +1,5 @@
-//! The tools the session offers the model: its set, the set for a grounding path, and `unsure` where the session explores for an unsure model.
+//! The tools the session offers the model: its set, the set for a grounding path, and `unsure` where the
+//! session explores for an unsure model.
 
 use super::*;
 
