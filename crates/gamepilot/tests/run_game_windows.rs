@@ -105,6 +105,14 @@ fn wait_or_fail(
     child
 }
 
+/// Whether the game of `win` shows a dialog of its own (the X server's word, not the agent's).
+fn has_dialog(x: &gamepilot_x11::X11, win: u32) -> bool {
+    x.window_family(win)
+        .unwrap_or_default()
+        .iter()
+        .any(|m| m.layer == WindowLayer::Dialog)
+}
+
 /// sgt-puzzles' Net, its window sized so its menus fit, as a person would: capture space is the main
 /// window's, and a popup's part beyond it is clipped.
 fn net(bed: &mut TestBed) -> (u32, gamepilot_x11::X11) {
@@ -259,12 +267,7 @@ fn run_chooses_from_a_gtk_games_popup_menu_and_answers_its_dialog() {
     let child = wait_or_fail(child, Duration::from_secs(120), "the board never changed", || {
         x.client_rect(win).is_ok_and(|r| r.h > before.h + 20)
     });
-    let dialog = || {
-        x.window_family(win)
-            .unwrap_or_default()
-            .iter()
-            .any(|m| m.layer == WindowLayer::Dialog)
-    };
+    let dialog = || has_dialog(&x, win);
     let child = wait_or_fail(
         child,
         Duration::from_secs(90),
@@ -679,12 +682,7 @@ fn an_unsure_model_gets_menus_explored_noted_and_closed_until_the_one_that_helps
     })
     .unwrap();
     let (_dir, rec, child) = spawn_run(&bed, win, &host, goal, &[]);
-    let dialog = || {
-        x.window_family(win)
-            .unwrap_or_default()
-            .iter()
-            .any(|m| m.layer == WindowLayer::Dialog)
-    };
+    let dialog = || has_dialog(&x, win);
     let child = wait_or_fail(
         child,
         Duration::from_secs(150),
@@ -694,12 +692,7 @@ fn an_unsure_model_gets_menus_explored_noted_and_closed_until_the_one_that_helps
     let out = stop(child);
     let text = show(&out);
     assert_eq!(out.status.code(), Some(130), "{text}");
-    let ev = events(&rec);
-    let notes: Vec<String> = ev
-        .iter()
-        .filter(|e| e["kind"] == "note")
-        .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .collect();
+    let notes = common::notes(&rec);
     let tries: Vec<&str> = notes
         .iter()
         .filter_map(|n| n.strip_prefix("exploring (unsure): '"))

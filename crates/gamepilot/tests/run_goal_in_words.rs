@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{events, gamepilot, mark_with, show};
+use common::{gamepilot, mark_with, show};
 use gamepilot_testbed::{Arena, ArenaOptions, HostConfig, ReceivedChat, Reply, ScriptedHost, TestBed};
 use serde_json::json;
 
@@ -82,12 +82,7 @@ fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
         Some(0),
         "the session ended on its goal:\n{text}"
     );
-    let ev = events(&rec);
-    let notes: Vec<String> = ev
-        .iter()
-        .filter(|e| e["kind"] == "note")
-        .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .collect();
+    let notes = common::notes(&rec);
     assert!(
         notes
             .iter()
@@ -200,11 +195,7 @@ fn a_check_already_true_and_a_sensor_that_does_not_compile_go_back_to_the_model_
         Some(0),
         "the session ended on its goal:\n{text}"
     );
-    let notes: Vec<String> = events(&rec)
-        .iter()
-        .filter(|e| e["kind"] == "note")
-        .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .collect();
+    let notes = common::notes(&rec);
     assert!(
         notes
             .iter()

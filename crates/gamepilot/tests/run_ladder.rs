@@ -213,11 +213,7 @@ fn run_walks_the_whole_ladder_and_each_rung_does_its_own_thing() {
     }
     eprintln!("{ladder_line}");
     let ev = events(&rec);
-    let notes: Vec<String> = ev
-        .iter()
-        .filter(|e| e["kind"] == "note")
-        .filter_map(|e| e["text"].as_str().map(str::to_string))
-        .collect();
+    let notes = common::notes(&rec);
     let noted = |prefix: &str| notes.iter().any(|n| n.starts_with(prefix));
     // Retry: the same intention grounded again on a fresh observation, no model call.
     assert!(

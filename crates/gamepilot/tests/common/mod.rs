@@ -19,6 +19,15 @@ pub fn events(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The texts of the recording's notes in `dir`, in order.
+pub fn notes(dir: &Path) -> Vec<String> {
+    events(dir)
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// The sensors of the practice game.
 pub fn sensors_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/practice-arena.sensors")
