@@ -505,8 +505,8 @@ impl Session {
         n.scene = self.seen.scene;
         n.goal_met = self.goal.last_met;
         n.holding_for_confirmation = self.gates.held.is_some();
-        n.paused_by_user = self.gates.user_paused.is_some();
-        n.waiting_for_front = self.gates.behind.is_some();
+        n.paused_by_user = self.gates.user_paused();
+        n.waiting_for_front = self.gates.behind();
         let mut hist = *self.state.histogram();
         for (c, k) in self.ladder.extra_failures.entries() {
             for _ in 0..k {
@@ -628,7 +628,7 @@ impl Session {
                 } else if interlock == Interlock::UserInput {
                     // FR-SAFE-002: the reflex released everything and waits; so does the session, until
                     // the user's explicit resume.
-                    self.gates.user_paused.get_or_insert(now);
+                    self.gates.pause(now);
                     out.push(Effect::Reflex(ReflexCommand::Pause { paused: true }));
                 } else if interlock.stops_session() {
                     self.run

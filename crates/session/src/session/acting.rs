@@ -41,12 +41,12 @@ impl Session {
             return;
         }
         // FR-SAFE-002: a reply that comes back while the user has the game is not acted on.
-        if self.gates.user_paused.is_some() || self.gates.behind.is_some() {
-            let why = match self.gates.user_paused {
-                Some(_) => "not executed: the user paused the session",
-                None => "not executed: the game is not in front",
-            };
-            self.context.record(HistoryEntry::new(now, grounded.label, why));
+        if let Some(why) = self.gates.waiting() {
+            self.context.record(HistoryEntry::new(
+                now,
+                grounded.label,
+                format!("not executed: {why}"),
+            ));
             return;
         }
         if let Some(near) = destructive::answer_scope(&grounded.intention.action) {

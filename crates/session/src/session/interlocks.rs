@@ -41,7 +41,7 @@ impl Session {
             self.tactical.new_screen_at = Some(now);
         }
         self.on_front(r.foreground, now, out);
-        if self.gates.user_paused.is_some() || self.gates.behind.is_some() {
+        if self.gates.waiting().is_some() {
             // Paused, or the game behind another window: nothing is judged, timed or started.
             return;
         }
@@ -78,35 +78,31 @@ impl Session {
     /// input (FR-SAFE-004), so asking the model, judging actions or climbing the ladder would only blame
     /// the agent for what the foreground guard did: the session waits and says so.
     pub(super) fn on_front(&mut self, foreground: bool, now: MonoTime, out: &mut Vec<Effect>) {
-        match (foreground, self.gates.behind) {
-            (false, None) => {
-                self.gates.behind = Some(now);
+        match self.gates.front(foreground, now) {
+            Some(parts::FrontChange::WentBehind) => {
                 out.push(Effect::Record(SessionRecord::Interlock {
                     interlock: Safeguard::NotInFront,
                     detail: "the game is not in front: waiting for it (no model calls, verdicts or ladder)"
                         .into(),
                 }));
             }
-            (true, Some(since)) => {
-                self.gates.behind = None;
-                let waited = now.since(since);
+            Some(parts::FrontChange::BackAfter(waited)) => {
                 self.shift_clocks(waited);
                 out.push(Effect::Record(SessionRecord::Interlock {
                     interlock: Safeguard::InFront,
                     detail: format!("the game is in front again after {:.1} s", waited.as_secs_f64()),
                 }));
             }
-            _ => {}
+            None => {}
         }
     }
 
     /// The user's resume after a pause: the loop's clocks move on by the pause (no budget spent, no
     /// stuck signal), the reflex resumes, and ticks start again.
     pub(super) fn on_resume(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
-        let Some(since) = self.gates.user_paused.take() else {
+        let Some(paused) = self.gates.resume(now) else {
             return;
         };
-        let paused = now.since(since);
         self.shift_clocks(paused);
         out.push(Effect::Record(SessionRecord::Interlock {
             interlock: Safeguard::UserResume,

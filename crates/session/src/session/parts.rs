@@ -217,9 +217,63 @@ pub(super) struct Deliberation {
 pub(super) struct Gates {
     pub(super) held: Option<HeldAction>,
     /// Since when the user's input has the session paused (FR-SAFE-002); `None` when not paused.
-    pub(super) user_paused: Option<MonoTime>,
+    user_paused: Option<MonoTime>,
     /// Since when the game has not been in front (another window has the focus).
-    pub(super) behind: Option<MonoTime>,
+    behind: Option<MonoTime>,
+}
+
+/// The game's place in front changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FrontChange {
+    /// It went behind another window: the session waits from now.
+    WentBehind,
+    /// It is in front again after this long.
+    BackAfter(std::time::Duration),
+}
+
+impl Gates {
+    /// Why nothing is executed, judged or started now (the user's pause first); `None` when the way is
+    /// open.
+    pub(super) fn waiting(&self) -> Option<&'static str> {
+        match (self.user_paused, self.behind) {
+            (Some(_), _) => Some("the user paused the session"),
+            (None, Some(_)) => Some("the game is not in front"),
+            (None, None) => None,
+        }
+    }
+
+    pub(super) fn user_paused(&self) -> bool {
+        self.user_paused.is_some()
+    }
+
+    pub(super) fn behind(&self) -> bool {
+        self.behind.is_some()
+    }
+
+    /// The user's input paused the session at `now` (a second pause keeps the first's time).
+    pub(super) fn pause(&mut self, now: MonoTime) {
+        self.user_paused.get_or_insert(now);
+    }
+
+    /// The user resumed at `now`: how long the pause lasted, `None` when there was none.
+    pub(super) fn resume(&mut self, now: MonoTime) -> Option<std::time::Duration> {
+        self.user_paused.take().map(|since| now.since(since))
+    }
+
+    /// The reflex saw the game in front (`foreground`) or not at `now`: what changed, if anything.
+    pub(super) fn front(&mut self, foreground: bool, now: MonoTime) -> Option<FrontChange> {
+        match (foreground, self.behind) {
+            (false, None) => {
+                self.behind = Some(now);
+                Some(FrontChange::WentBehind)
+            }
+            (true, Some(since)) => {
+                self.behind = None;
+                Some(FrontChange::BackAfter(now.since(since)))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Self-identification and its probe holds.
@@ -240,5 +294,44 @@ impl Avatar {
             probe_running: None,
             probe_holds: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64) -> MonoTime {
+        MonoTime(ms * 1000)
+    }
+
+    #[test]
+    fn the_gates_say_why_nothing_runs_and_how_long_each_wait_lasted() {
+        // FR-SAFE-002 (the user's pause), FR-SAFE-004 (the game not in front)
+        let mut g = Gates::default();
+        assert_eq!(g.waiting(), None);
+        assert_eq!(g.front(true, at(0)), None, "in front already");
+        assert_eq!(g.front(false, at(100)), Some(FrontChange::WentBehind));
+        assert_eq!(g.front(false, at(150)), None, "still behind: said once");
+        assert_eq!(g.waiting(), Some("the game is not in front"));
+        g.pause(at(200));
+        g.pause(at(300));
+        assert_eq!(
+            g.waiting(),
+            Some("the user paused the session"),
+            "the pause first"
+        );
+        assert_eq!(
+            g.front(true, at(400)),
+            Some(FrontChange::BackAfter(std::time::Duration::from_millis(300)))
+        );
+        assert!(g.user_paused() && !g.behind());
+        assert_eq!(
+            g.resume(at(1200)),
+            Some(std::time::Duration::from_millis(1000)),
+            "from the first pause"
+        );
+        assert_eq!(g.resume(at(1300)), None);
+        assert_eq!(g.waiting(), None);
     }
 }

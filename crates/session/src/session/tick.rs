@@ -20,8 +20,7 @@ impl Session {
             || self.goal.look.is_some()
             || self.goal.step_check.is_some()
             || self.gates.held.is_some()
-            || self.gates.user_paused.is_some()
-            || self.gates.behind.is_some()
+            || self.gates.waiting().is_some()
             || self.host.restarting
             || !self.actions.is_empty()
             || (self.cfg.fresh_frames && !self.seen.freshness.ready_for_frame(now))
