@@ -92,18 +92,18 @@ pub struct Summary {
 
 impl Summary {
     pub fn actions_per_s(&self) -> f64 {
-        self.numbers.actions_executed as f64 / self.seconds.max(0.001)
+        self.numbers.actions.actions_executed as f64 / self.seconds.max(0.001)
     }
 
     /// Tactical call latency, p50 and p95 in ms.
     pub fn tactical_latency_ms(&self) -> (f64, f64) {
-        let sorted = sorted(&self.numbers.tactical_latency_ms);
+        let sorted = sorted(&self.numbers.calls.tactical_latency_ms);
         (pct(&sorted, 0.5), pct(&sorted, 0.95))
     }
 
     /// New screen → first action: how many, p50 and p95 in ms.
     pub fn first_action_ms(&self) -> (usize, f64, f64) {
-        let sorted = sorted(&self.numbers.first_action_ms);
+        let sorted = sorted(&self.numbers.calls.first_action_ms);
         (sorted.len(), pct(&sorted, 0.5), pct(&sorted, 0.95))
     }
 

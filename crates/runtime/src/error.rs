@@ -38,9 +38,6 @@ pub enum RuntimeError {
     /// A worker's body panicked; caught so that its releases still ran.
     #[error("panicked: {0}")]
     Panicked(String),
-    /// `gamepilot eval`: the session for a decision point's goal could not be built.
-    #[error("eval: {0}")]
-    Eval(String),
     /// The session cannot start as configured (its sensors, its postconditions, its recording).
     #[error("{0}")]
     Setup(String),

@@ -5,22 +5,18 @@
 //! loader. Nothing here decides what the agent does next: that is `gamepilot_session::Session::step`.
 
 pub mod agent;
-pub mod bench_executor;
 pub mod console;
 pub mod declared;
 pub mod deliberative;
 pub mod destructive;
 pub mod driver;
 mod error;
-pub mod eval;
 pub mod gpu_watch;
 pub mod guardian_handle;
 pub mod interlocks;
-pub mod model_bench;
 pub mod refine;
 pub mod reflex;
 pub mod reflex_core;
-pub mod scene_bench;
 pub mod sensor_worker;
 pub mod session_inputs;
 pub mod session_records;

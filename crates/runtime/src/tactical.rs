@@ -595,7 +595,7 @@ mod tests {
     use super::*;
     use gamepilot_core::{CoordConvention, ElementId, MonoTime, Rect};
     use gamepilot_session::tactical::{compose_act, compose_localise, ActPlan};
-    use gamepilot_session::{Session, SessionConfig, ToolSet};
+    use gamepilot_session::{ObservationShape, Session, SessionConfig, ToolSet};
     use gamepilot_testbed::{HostConfig, ReceivedChat, Reply, ScriptedHost};
     use gamepilot_vision::{Element, ElementSource};
     use serde_json::json;
@@ -729,20 +729,20 @@ mod tests {
             tools: gamepilot_session::session_tools(false),
             path: None,
             two_stage: false,
-            with_image: true,
-            visual_pixels: 448 * 252,
-            coords: CoordConvention::CapturePixels,
-            observation_max_bytes: 3000,
-            observation_max_elements: 40,
+            shape: ObservationShape {
+                with_image: true,
+                visual_pixels: 448 * 252,
+                coords: CoordConvention::CapturePixels,
+                observation_max_bytes: 3000,
+                observation_max_elements: 40,
+            },
             generation: 0,
             health: gamepilot_core::FrameHealth::Ok,
             perceive_only,
             keep_frame,
             focus: Default::default(),
             avatar: None,
-            direct: None,
-            direct_words: None,
-            direct_clicked: Vec::new(),
+            aim: Default::default(),
             sensors: None,
         }
     }

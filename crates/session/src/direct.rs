@@ -111,12 +111,15 @@ pub fn direct_target(obs: &Observation, name: &str, excluded: &[ElementId]) -> O
 /// label the step's words contain ("Switch to the 16x16 board with 40 mines using the Type menu": first
 /// "Type", then, in the menu it opens, "16x16, 40 mines"). Labels already clicked for the step are not
 /// clicked again: what a click did not finish is the model's choice.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DirectAim {
+    #[serde(rename = "direct", skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The step's words, normalised; `None` unless the session grounds by words.
+    #[serde(rename = "direct_words", skip_serializing_if = "Option::is_none")]
     pub words: Option<String>,
     /// Labels (normalised) already clicked for this step.
+    #[serde(rename = "direct_clicked", skip_serializing_if = "Vec::is_empty")]
     pub clicked: Vec<String>,
 }
 

@@ -103,15 +103,9 @@ pub struct TacticalJob {
     pub path: Option<GroundingPath>,
     /// Ground in two stages (FR-GND-005).
     pub two_stage: bool,
-    pub with_image: bool,
-    pub visual_pixels: u64,
-    /// How the model answers coordinates when it sees the image; capture pixels otherwise.
-    #[serde(default, skip_serializing_if = "is_capture_pixels")]
-    pub coords: gamepilot_core::CoordConvention,
-    /// The observation text is cut to this many bytes before it enters the prompt.
-    pub observation_max_bytes: usize,
-    /// It lists at most this many elements (the focus's first).
-    pub observation_max_elements: usize,
+    /// How the observation is shown: the image, its budget, the coordinates, the text's cuts.
+    #[serde(flatten)]
+    pub shape: ObservationShape,
     /// The transform-chain generation when the tick started; its actions are grounded in it.
     pub generation: u64,
     /// The frame's health when the tick started (FR-PERC-009): a black, frozen or occluded frame is
@@ -132,19 +126,28 @@ pub struct TacticalJob {
     /// nearest it first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avatar: Option<gamepilot_grounding::AvatarModel>,
-    /// The element the current subgoal names (`crate::direct`): when exactly one element carries that
-    /// label, the tick perceives only and the session clicks it without a model call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direct: Option<String>,
-    /// The step's words, when the session grounds by them (`crate::direct::DirectAim`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direct_words: Option<String>,
-    /// Labels already clicked for the step without a model call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub direct_clicked: Vec<String>,
+    /// The element the current subgoal names, or the step's words, when the session grounds them
+    /// itself (`crate::direct`): when one element answers, the tick perceives only and the session
+    /// clicks it without a model call.
+    #[serde(flatten)]
+    pub aim: crate::direct::DirectAim,
     /// The sensors' line of the observation (`crate::sensors_line`), when there are sensors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sensors: Option<String>,
+}
+
+/// How a tactical tick's observation is shown to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObservationShape {
+    pub with_image: bool,
+    pub visual_pixels: u64,
+    /// How the model answers coordinates when it sees the image; capture pixels otherwise.
+    #[serde(default, skip_serializing_if = "is_capture_pixels")]
+    pub coords: gamepilot_core::CoordConvention,
+    /// The observation text is cut to this many bytes before it enters the prompt.
+    pub observation_max_bytes: usize,
+    /// It lists at most this many elements (the focus's first).
+    pub observation_max_elements: usize,
 }
 
 fn is_capture_pixels(c: &gamepilot_core::CoordConvention) -> bool {

@@ -13,6 +13,7 @@ pub mod fresh;
 pub mod goal_steps;
 mod host_health;
 pub mod input;
+mod ledger;
 pub mod plan;
 mod reflex_feed;
 pub mod relevance;
@@ -24,8 +25,8 @@ mod survey;
 pub mod tactical;
 
 pub use effect::{
-    ConfirmationJob, DeliberationJob, Effect, PerceiveCrop, ReflexCommand, ResearchJob, SessionRecord,
-    SessionStop, TacticalJob,
+    ConfirmationJob, DeliberationJob, Effect, ObservationShape, PerceiveCrop, ReflexCommand, ResearchJob,
+    SessionRecord, SessionStop, TacticalJob,
 };
 pub use input::{
     ConfirmationAnswer, ExternalStop, FailureKind, HostRestart, Input, ModelReply, PlanOutcome, ReflexReport,
@@ -47,8 +48,9 @@ pub use gamepilot_planner::{LoopConfig, PlanSpec, SubgoalCheck};
 pub use reflex_feed::{observation_signature, ReflexFeed};
 pub use selfid::{SelfId, SelfIdStep, SteeringConfig};
 pub use session::{
-    bound_text, observation_for_model, sensors_line, session_tools, tools_for, tools_for_path, Session,
-    SessionConfig, SessionNumbers, TOOLS,
+    bound_text, observation_for_model, sensors_line, session_tools, tools_for, tools_for_path, ActionCounts,
+    Behaviours, FrameNumbers, ModelCallCounts, PromptLimits, Session, SessionConfig, SessionNumbers, Waits,
+    TOOLS,
 };
 pub use tactical::{CropPerception, ImageWanted, ModelAnswer, ModelCall, Perception, Picture, Reading};
 

@@ -17,8 +17,9 @@ mod safe_return;
 mod tick;
 mod tools;
 
+use crate::ledger::{ActionLedger, GroundedAction};
 use crate::reflex_feed::observation_signature;
-use acting::{evidence_for, is_pointer};
+use acting::is_pointer;
 pub(crate) use model_text::action_label;
 pub use model_text::{bound_text, observation_for_model, sensors_line};
 pub use tools::{session_tools, tools_for, tools_for_path, TOOLS};
@@ -40,7 +41,7 @@ use gamepilot_context::{
     Cadence, CompactionInput, Context, ContextConfig, HistoryEntry, ObservationText, PlanBlock as CtxPlan,
     PlanStep, ResearchExcerpt, SchemaLimits, StepStatus, TacticalReply, Tool, ToolSet,
 };
-use gamepilot_core::action::{Action, Intention};
+use gamepilot_core::action::Action;
 use gamepilot_core::{ElementId, FrameHealth, Interlock, MonoTime, Point, Rect, Safeguard, SubgoalId};
 use gamepilot_executor::RejectReason;
 use gamepilot_grounding::{
@@ -48,10 +49,10 @@ use gamepilot_grounding::{
 };
 use gamepilot_planner::{
     Command, Event, FrameChange, LoopConfig, LoopState, Refusal, Rung, StopReason, SubgoalStatus, Trigger,
+    VerdictCounts,
 };
 use gamepilot_vision::Observation;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// The budget of the goal-as-plan fallback's one subgoal: past it, the loop replans as for any other.
 const GOAL_PLAN_TIME_MS: u64 = 60_000;
@@ -70,7 +71,7 @@ fn default_observation_max_elements() -> usize {
 }
 
 /// A session's configuration; every limit is the user's (INV-SAFE-001). Recorded in the header so a
-/// replay rebuilds the same session.
+/// replay rebuilds the same session. Its groups are flattened: the header's keys are those of one struct.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SessionConfig {
@@ -85,6 +86,34 @@ pub struct SessionConfig {
     pub grounding_paths: Vec<GroundingPath>,
     /// Least time between the starts of two tactical ticks.
     pub tactical_interval_ms: u64,
+    /// What a prompt may carry: images, observation, research, the context's size.
+    #[serde(flatten)]
+    pub limits: PromptLimits,
+    /// The camera was measured before the session (`run --calibrate-camera`): the model's camera tool
+    /// takes degrees (`camera_degrees`) instead of relative counts (FR-ACT-004).
+    #[serde(default)]
+    pub camera_calibrated: bool,
+    /// The coordinate convention of the model's family when it sees images.
+    #[serde(default)]
+    pub coord_convention: gamepilot_core::CoordConvention,
+    /// Self-identification and `move_to`: the direction keys to probe. `None`: the
+    /// session never probes and the model has no `move_to`.
+    #[serde(default)]
+    pub steering: Option<crate::selfid::SteeringConfig>,
+    /// The agent declares its own sensors, postconditions and goal check (no `--goal-check` was given):
+    /// what it needs to compile them against (sensor-expressions.md, "Declaration and lifetime").
+    #[serde(default)]
+    pub declare: Option<crate::declare::DeclareConfig>,
+    /// What the session does of its own accord (each off in recordings made before it).
+    #[serde(flatten)]
+    pub behaviours: Behaviours,
+}
+
+/// What a prompt may carry: the images' budgets, the observation's and research's cuts, the context's
+/// size (FR-MODEL-002, FR-CTX-004).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PromptLimits {
     /// Send the marked screenshot.
     pub with_image: bool,
     /// Pixels per tactical image (FR-MODEL-002).
@@ -105,45 +134,60 @@ pub struct SessionConfig {
     pub research_excerpt_max_bytes: usize,
     /// Tokens an image is counted as in prompt estimates.
     pub image_tokens: u32,
-    /// The camera was measured before the session (`run --calibrate-camera`): the model's camera tool
-    /// takes degrees (`camera_degrees`) instead of relative counts (FR-ACT-004).
-    #[serde(default)]
-    pub camera_calibrated: bool,
-    /// The coordinate convention of the model's family when it sees images.
-    #[serde(default)]
-    pub coord_convention: gamepilot_core::CoordConvention,
-    /// Self-identification and `move_to`: the direction keys to probe. `None`: the
-    /// session never probes and the model has no `move_to`.
-    #[serde(default)]
-    pub steering: Option<crate::selfid::SteeringConfig>,
+}
+
+impl Default for PromptLimits {
+    fn default() -> Self {
+        PromptLimits {
+            with_image: false,
+            visual_pixels: 512 * 288,
+            deliberative_pixels: 0,
+            context_tokens: 4096,
+            observation_max_bytes: 3000,
+            observation_max_elements: default_observation_max_elements(),
+            research_max_excerpts: 3,
+            research_excerpt_max_bytes: 600,
+            image_tokens: 256,
+        }
+    }
+}
+
+/// What the session does of its own accord. Each is on by default and off when a recording made before
+/// it lacks the field, so that recording replays as made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Behaviours {
     /// While a deliberative pass plans and no subgoal is active, act on the goal itself (a goal that
     /// names its first step is grounded at once), and compose the start pass from the first screen.
-    /// Recordings made before this lack the field and replay as made (waiting for the first plan).
     #[serde(default)]
     pub act_while_planning: bool,
-    /// The agent declares its own sensors, postconditions and goal check (no `--goal-check` was given):
-    /// what it needs to compile them against (sensor-expressions.md, "Declaration and lifetime").
-    #[serde(default)]
-    pub declare: Option<crate::declare::DeclareConfig>,
     /// A choice that could answer a dialogue is sent only when made on a frame captured after our
     /// previous input ended (and the game drew it) and after the last scene change; the next tactical
-    /// frame waits for that (`fresh.rs`, FR-SAFE-005). Recordings made before this lack the field and
-    /// replay as made.
+    /// frame waits for that (`fresh.rs`, FR-SAFE-005).
     #[serde(default)]
     pub fresh_frames: bool,
     /// A step's words ground an element whose whole label they contain without a model call
-    /// (`direct::worded_target`), beside the element a step names. Recordings made before this lack the
-    /// field and replay as made.
+    /// (`direct::worded_target`), beside the element a step names.
     #[serde(default)]
     pub direct_by_words: bool,
     /// After a click that changed nothing, the nearest untried element like it is clicked without a
-    /// model call (`explore.rs`). Recordings made before this lack the field and replay as made.
+    /// model call (`explore.rs`).
     #[serde(default)]
     pub explore_siblings: bool,
     /// The model may answer `unsure`, and the session then explores the screen itself (`survey.rs`).
-    /// Recordings made before this lack the field and replay as made.
     #[serde(default)]
     pub explore_unsure: bool,
+}
+
+impl Default for Behaviours {
+    fn default() -> Self {
+        Behaviours {
+            act_while_planning: true,
+            fresh_frames: true,
+            direct_by_words: true,
+            explore_siblings: true,
+            explore_unsure: true,
+        }
+    }
 }
 
 impl Default for SessionConfig {
@@ -155,79 +199,12 @@ impl Default for SessionConfig {
             progress_sensor: None,
             grounding_paths: vec![GroundingPath::Mark, GroundingPath::Coordinate],
             tactical_interval_ms: 300,
-            with_image: false,
-            visual_pixels: 512 * 288,
-            deliberative_pixels: 0,
-            context_tokens: 4096,
-            observation_max_bytes: 3000,
-            observation_max_elements: default_observation_max_elements(),
-            research_max_excerpts: 3,
-            research_excerpt_max_bytes: 600,
-            image_tokens: 256,
+            limits: PromptLimits::default(),
             camera_calibrated: false,
             coord_convention: gamepilot_core::CoordConvention::CapturePixels,
             steering: None,
-            act_while_planning: true,
             declare: None,
-            fresh_frames: true,
-            direct_by_words: true,
-            explore_siblings: true,
-            explore_unsure: true,
-        }
-    }
-}
-
-/// One action from proposal to verdict, by its loop action id.
-#[derive(Debug, Clone, PartialEq)]
-struct GroundedAction {
-    intention: Intention,
-    target: Option<Target>,
-    path: Option<GroundingPath>,
-    expected: ExpectedChange,
-    region: Option<Rect>,
-    label: String,
-    generation: u64,
-    /// Handed to the executor (after the loop logic allowed it).
-    executed: bool,
-    /// The frame's health was unreadable while the action was being verified.
-    unreadable_evidence: bool,
-    /// A scene change was seen while the action was being verified.
-    scene_changed: bool,
-    /// A `move_to`: the reflex steers it and its end is the evidence.
-    steer: Option<gamepilot_grounding::SteerPlan>,
-    /// The verification window, when not the loop's default (a steering run lasts up to its bound).
-    settle_ms: Option<u64>,
-    /// What the screen showed when the action was chosen: confirmed, it becomes the safe state's target.
-    screen: Option<ScreenPrint>,
-    /// A click on an element inside one of the game's menus (a popup).
-    in_menu: bool,
-}
-
-impl GroundedAction {
-    /// A grounded action not yet executed, verified against `expected` over `region`.
-    fn new(
-        action: Action,
-        target: Option<Target>,
-        path: Option<GroundingPath>,
-        (expected, region): (ExpectedChange, Option<Rect>),
-        label: String,
-        generation: u64,
-    ) -> GroundedAction {
-        GroundedAction {
-            intention: Intention::new(action, SubgoalId(0)),
-            target,
-            path,
-            expected,
-            region,
-            label,
-            generation,
-            executed: false,
-            unreadable_evidence: false,
-            scene_changed: false,
-            steer: None,
-            settle_ms: None,
-            screen: None,
-            in_menu: false,
+            behaviours: Behaviours::default(),
         }
     }
 }
@@ -240,18 +217,45 @@ struct HeldAction {
     found: DestructiveMatch,
 }
 
-/// What the status line and the summary show.
+/// What the status line and the summary show. Its groups are flattened: the summary's keys are those of
+/// one struct.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SessionNumbers {
     pub subgoal: Option<SubgoalId>,
     pub deliberating: bool,
     pub held_inputs: u32,
     pub sensors: Vec<(String, Option<f64>)>,
-    pub confirmed: u64,
-    pub refuted: u64,
-    pub inconclusive: u64,
+    /// The loop logic's verdicts (FR-VER-001).
+    #[serde(flatten)]
+    pub verdicts: VerdictCounts,
+    #[serde(flatten)]
+    pub actions: ActionCounts,
+    #[serde(flatten)]
+    pub calls: ModelCallCounts,
+    pub rung: Option<Rung>,
+    #[serde(flatten)]
+    pub frame: FrameNumbers,
+    pub goal_met: Option<bool>,
+    #[serde(flatten)]
+    pub waiting: Waits,
+    /// Each climb of the escalation ladder (FR-LOOP-006): the rung and the seconds since the session began.
+    pub escalations: Vec<(Rung, f64)>,
+    pub reflex: ReflexStats,
+    pub failures: Vec<(FailureCause, u64)>,
+}
+
+/// How many actions were refused, executed, and grounded by the session itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ActionCounts {
     pub rejected: u64,
     pub actions_executed: u64,
+    /// Actions grounded with no model call because the subgoal named the one element so labelled.
+    pub direct_groundings: u64,
+}
+
+/// The model calls made and what they cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModelCallCounts {
     pub tactical_calls: u64,
     pub tactical_failures: u64,
     pub schema_violations: u64,
@@ -263,22 +267,24 @@ pub struct SessionNumbers {
     pub cached_prompt_tokens: u64,
     pub deliberative_passes: u64,
     pub compactions: u64,
-    pub rung: Option<Rung>,
+}
+
+/// The last frame's health, transform-chain generation and scene.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct FrameNumbers {
     pub health: FrameHealth,
     pub generation: u64,
     pub scene: Option<SceneKind>,
-    pub goal_met: Option<bool>,
+}
+
+/// What the session waits on, if anything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Waits {
     pub holding_for_confirmation: bool,
     /// The user took the keyboard or mouse and has not resumed (FR-SAFE-002).
     pub paused_by_user: bool,
     /// The game is not in front: the session waits for it (no model calls, verdicts or ladder).
     pub waiting_for_front: bool,
-    /// Each climb of the escalation ladder (FR-LOOP-006): the rung and the seconds since the session began.
-    pub escalations: Vec<(Rung, f64)>,
-    /// Actions grounded with no model call because the subgoal named the one element so labelled.
-    pub direct_groundings: u64,
-    pub reflex: ReflexStats,
-    pub failures: Vec<(FailureCause, u64)>,
 }
 
 impl SessionNumbers {
@@ -301,9 +307,9 @@ impl SessionNumbers {
         };
         format!(
             "[{}] {:.0}s | subgoal {} | deliberating {} | held {} | {} | frame {} | verdicts {}/{}/{} | rung {:?} | tactical {} calls",
-            if self.paused_by_user {
+            if self.waiting.paused_by_user {
                 "PAUSED by your input: resume with SIGUSR1"
-            } else if self.waiting_for_front {
+            } else if self.waiting.waiting_for_front {
                 "WAITING: the game is not in front"
             } else if dry_run {
                 "DRY RUN"
@@ -315,12 +321,12 @@ impl SessionNumbers {
             self.deliberating,
             self.held_inputs,
             sensors,
-            self.health,
-            self.confirmed,
-            self.refuted,
-            self.inconclusive,
+            self.frame.health,
+            self.verdicts.confirmed,
+            self.verdicts.refuted,
+            self.verdicts.inconclusive,
             self.rung,
-            self.tactical_calls,
+            self.calls.tactical_calls,
         )
     }
 }
@@ -330,8 +336,8 @@ pub struct Session {
     cfg: SessionConfig,
     state: LoopState,
     context: Context,
-    /// The actions proposed and not yet judged, by id.
-    actions: BTreeMap<ActionId, GroundedAction>,
+    /// The actions proposed and not yet judged.
+    actions: ActionLedger,
     run: parts::Run,
     tactical: parts::Tactical,
     seen: parts::Seen,
@@ -436,7 +442,7 @@ impl Session {
         }
         let tools = ToolSet::new(&tools)?;
         let context_cfg = ContextConfig {
-            context_tokens: cfg.context_tokens,
+            context_tokens: cfg.limits.context_tokens,
             deliberative_skills: if cfg.declare.is_some() {
                 DECLARE_SKILL.to_string()
             } else {
@@ -450,12 +456,12 @@ impl Session {
             // perceives that screen meanwhile); otherwise the first frame asks for a pass of its own.
             state: LoopState::new(LoopConfig {
                 start_pass_sees_first_screen: cfg.loop_cfg.start_pass_sees_first_screen
-                    && cfg.act_while_planning,
+                    && cfg.behaviours.act_while_planning,
                 ..cfg.loop_cfg
             }),
             context,
-            actions: BTreeMap::new(),
-            run: parts::Run::new(start, cfg.context_tokens, cfg.visual_pixels),
+            actions: ActionLedger::default(),
+            run: parts::Run::new(start, cfg.limits.context_tokens, cfg.limits.visual_pixels),
             tactical: parts::Tactical::new(start),
             seen: parts::Seen::default(),
             ladder: parts::Ladder::default(),
@@ -495,18 +501,16 @@ impl Session {
         let mut n = self.numbers.clone();
         n.subgoal = self.state.active_subgoal();
         n.deliberating = self.state.deliberating().is_some();
-        n.confirmed = v.confirmed;
-        n.refuted = v.refuted;
-        n.inconclusive = v.inconclusive;
-        n.actions_executed = self.state.actions_executed();
+        n.verdicts = v;
+        n.actions.actions_executed = self.state.actions_executed();
         n.rung = self.state.rung();
-        n.health = self.seen.health;
-        n.generation = self.seen.generation;
-        n.scene = self.seen.scene;
+        n.frame.health = self.seen.health;
+        n.frame.generation = self.seen.generation;
+        n.frame.scene = self.seen.scene;
         n.goal_met = self.goal.last_met;
-        n.holding_for_confirmation = self.gates.held.is_some();
-        n.paused_by_user = self.gates.user_paused();
-        n.waiting_for_front = self.gates.behind();
+        n.waiting.holding_for_confirmation = self.gates.held.is_some();
+        n.waiting.paused_by_user = self.gates.user_paused();
+        n.waiting.waiting_for_front = self.gates.behind();
         let mut hist = *self.state.histogram();
         for (c, k) in self.ladder.extra_failures.entries() {
             for _ in 0..k {
@@ -530,7 +534,7 @@ impl Session {
             Input::Start => {
                 let goal = self.cfg.goal.clone();
                 self.feed(Event::Start { goal }, now, &mut out);
-                if self.cfg.act_while_planning {
+                if self.cfg.behaviours.act_while_planning {
                     // Blocks 1-4 are what every tactical prompt of the session begins with.
                     let (prompt, _) = self
                         .context
@@ -540,13 +544,11 @@ impl Session {
             }
             Input::Reflex(r) => self.on_reflex(r, now, &mut out),
             Input::ActionAccepted { action } => {
-                if let Some(since) = self.tactical.new_screen_at.take() {
-                    self.numbers
-                        .first_action_ms
-                        .push(now.since(since).as_secs_f64() * 1000.0);
+                if let Some(ms) = self.tactical.first_action(now) {
+                    self.numbers.calls.first_action_ms.push(ms);
                 }
                 // Recorded as executed only once the executor took it (a refused one is `rejected`).
-                if let Some(a) = self.actions.get(&action).filter(|a| a.executed) {
+                if let Some(a) = self.actions.executed(action) {
                     out.push(Effect::Record(SessionRecord::Action {
                         action,
                         subgoal: a.intention.subgoal,
@@ -568,20 +570,13 @@ impl Session {
                         self.avatar.selfid.probe_lost();
                     }
                 }
-                if !end.is_finished() && self.actions.contains_key(&action) {
+                if !end.is_finished() && self.actions.is_open(action) {
                     let reason = end.to_string();
                     self.feed(Event::ActionFailed { action, reason }, now, &mut out);
                 }
             }
             Input::Evidence { action, changed } => {
-                if let Some(a) = self.actions.get(&action) {
-                    let evidence = evidence_for(&a.expected, changed);
-                    let facts = FailureFacts {
-                        target_region_changed: changed,
-                        evidence_undefined: changed.is_none() || a.unreadable_evidence,
-                        unprompted_scene_change: a.scene_changed && changed == Some(false),
-                        ..FailureFacts::default()
-                    };
+                if let Some((evidence, facts)) = self.actions.evidence(action, changed) {
                     self.feed(
                         Event::Evidence {
                             action,
@@ -598,7 +593,7 @@ impl Session {
                 end,
                 sightings,
             } => {
-                if let Some(a) = self.actions.get(&action) {
+                if let Some(a) = self.actions.get(action) {
                     out.push(Effect::Record(SessionRecord::Note {
                         text: format!("{} ended: {end:?}, tracked on {sightings} ticks", a.label),
                     }));
@@ -654,20 +649,21 @@ impl Session {
             Input::Confirmation(a) => self.on_confirmation(a, now, &mut out),
             Input::Degrade(d) => {
                 if let Some(f) = d.visual_factor().filter(|f| f.is_finite() && *f > 0.0) {
-                    self.cfg.visual_pixels = ((self.run.base_visual_pixels as f64) * f.min(1.0)) as u64;
+                    self.cfg.limits.visual_pixels =
+                        ((self.run.base_visual_pixels as f64) * f.min(1.0)) as u64;
                 }
                 // A restore never sets a context larger than the host's own (FR-MODEL-004).
                 if let Some(tokens) = d.context_tokens().map(|t| t.min(self.run.host_context_tokens)) {
                     if self.context.set_context_tokens(tokens).is_ok() {
-                        self.cfg.context_tokens = tokens;
+                        self.cfg.limits.context_tokens = tokens;
                     }
                 }
                 out.push(Effect::Record(SessionRecord::Note {
                     text: format!(
                         "GPU memory degrade ({}): visual pixels {}, context {} tokens",
                         d.name(),
-                        self.cfg.visual_pixels,
-                        self.cfg.context_tokens
+                        self.cfg.limits.visual_pixels,
+                        self.cfg.limits.context_tokens
                     ),
                 }));
             }

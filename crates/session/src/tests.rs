@@ -26,12 +26,23 @@ fn config() -> SessionConfig {
         },
         postconditions: vec!["coins >= 1".into(), "playing".into()],
         tactical_interval_ms: 0,
-        // Most tests drive the plan themselves; acting while planning has tests of its own.
-        act_while_planning: false,
-        // Most tests script the model's choice; grounding by a step's words has tests of its own.
-        direct_by_words: false,
-        explore_siblings: false,
+        behaviours: Behaviours {
+            // Most tests drive the plan themselves; acting while planning has tests of its own.
+            act_while_planning: false,
+            // Most tests script the model's choice; grounding by a step's words has tests of its own.
+            direct_by_words: false,
+            explore_siblings: false,
+            ..Behaviours::default()
+        },
         ..SessionConfig::default()
+    }
+}
+
+/// The tests' configuration with other behaviours.
+pub(crate) fn with_behaviours(behaviours: Behaviours) -> SessionConfig {
+    SessionConfig {
+        behaviours,
+        ..config()
     }
 }
 
@@ -427,10 +438,10 @@ fn suppression_of_a_refuted_mark_expires_after_its_bound() {
 fn a_click_that_changed_nothing_is_followed_by_its_nearest_like_without_a_model_call_and_noted() {
     // Exploration: sgt-fifteen's model clicked a tile that cannot slide and asked again for
     // 15 s a call until the ladder stopped the run; a person tries the next tile.
-    let cfg = SessionConfig {
+    let cfg = with_behaviours(Behaviours {
         explore_siblings: true,
-        ..config()
-    };
+        ..config().behaviours
+    });
     let (mut s, adopted) = started_with(cfg, two_step_plan());
     let tick = tactical_jobs(&adopted)[0].tick;
     let mut t = 300;
@@ -536,7 +547,7 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
         prompt.contains("rejected by the executor: alt+F4 is on the denied list"),
         "{prompt}"
     );
-    assert_eq!(s.numbers().rejected, 1);
+    assert_eq!(s.numbers().actions.rejected, 1);
     assert_eq!(s.numbers().failures, vec![(FailureCause::Execution, 1)]);
 }
 
@@ -544,7 +555,7 @@ fn an_executor_rejection_reaches_the_next_prompt_with_its_reason() {
 fn compaction_is_triggered_near_the_hosts_context_and_recorded() {
     // FR-CTX-004: a long history and a large screen text push the estimate past the threshold
     let mut cfg = config();
-    cfg.context_tokens = 1024;
+    cfg.limits.context_tokens = 1024;
     let (mut s, mut fx) = started_with(cfg, two_step_plan());
     let mut big = menu();
     for i in 0..60 {
@@ -576,7 +587,7 @@ fn compaction_is_triggered_near_the_hosts_context_and_recorded() {
             .any(|r| matches!(r, SessionRecord::Compaction(_)));
     }
     assert!(compacted, "compaction was triggered");
-    assert!(s.numbers().compactions >= 1);
+    assert!(s.numbers().calls.compactions >= 1);
     // The observation the context keeps is bounded.
     let shown = plan_block(&s);
     assert!(
@@ -973,7 +984,7 @@ fn the_grounding_path_is_chosen_per_scene_kind_and_narrows_the_tools() {
         outcome(job.tick, menu(), reply(TacticalReply::Note { text: "hm".into() })),
         ms(100),
     );
-    assert_eq!(s.numbers().scene, Some(SceneKind::Menu));
+    assert_eq!(s.numbers().frame.scene, Some(SceneKind::Menu));
     let grounding = records(&fx)
         .into_iter()
         .filter_map(|r| match r {
@@ -1062,7 +1073,7 @@ fn the_time_from_a_new_screen_to_the_first_action_is_measured() {
     let sub = s.answer(outcome(tick, menu(), click_mark(1)), ms(900));
     let (id, _, _) = submits(&sub)[0].clone();
     s.step(Input::ActionAccepted { action: id }, ms(1000));
-    assert_eq!(s.numbers().first_action_ms, vec![1000.0]);
+    assert_eq!(s.numbers().calls.first_action_ms, vec![1000.0]);
     // The scene change the action itself causes is its effect, not a new screen to decide on.
     let mut r = reflex(6);
     r.change = FrameChange::Scene;
@@ -1086,7 +1097,7 @@ fn the_time_from_a_new_screen_to_the_first_action_is_measured() {
     let sub = s.answer(outcome(next.tick, menu(), click_mark(2)), ms(screen_at + 400));
     let (id2, _, _) = submits(&sub)[0].clone();
     s.step(Input::ActionAccepted { action: id2 }, ms(screen_at + 500));
-    assert_eq!(s.numbers().first_action_ms, vec![1000.0, 500.0]);
+    assert_eq!(s.numbers().calls.first_action_ms, vec![1000.0, 500.0]);
 }
 
 #[test]
@@ -1143,7 +1154,7 @@ fn a_black_frame_is_named_in_the_status_the_recording_and_the_models_observation
         r,
         SessionRecord::Interlock { interlock, detail } if *interlock == gamepilot_core::Safeguard::FrameHealth && detail.contains("black")
     )));
-    assert_eq!(s.numbers().health, FrameHealth::Black);
+    assert_eq!(s.numbers().frame.health, FrameHealth::Black);
     let text = observation_for_model("frame 1280x720 (scene)\n", FrameHealth::Black, 3000);
     assert!(text.starts_with("frame health: black"), "{text}");
     assert_eq!(observation_for_model("x", FrameHealth::Ok, 3000), "x");
@@ -1160,7 +1171,7 @@ fn a_black_frame_is_named_in_the_status_the_recording_and_the_models_observation
 fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() {
     // FR-MODEL-004: the ladder's command reaches what the session sends
     let (mut s, adopted) = planned();
-    let before = tactical_jobs(&adopted)[0].visual_pixels;
+    let before = tactical_jobs(&adopted)[0].shape.visual_pixels;
     let tick = tactical_jobs(&adopted)[0].tick;
     s.step(
         Input::Degrade(gamepilot_core::DegradeCommand::ReduceVisualBudget { factor: 0.5 }),
@@ -1175,10 +1186,10 @@ fn a_gpu_memory_degrade_step_shrinks_the_next_ticks_visual_budget_and_context() 
         ms(300),
     );
     let job = tactical_jobs(&fx)[0];
-    assert_eq!(job.visual_pixels, before / 2);
+    assert_eq!(job.shape.visual_pixels, before / 2);
     assert_eq!(s.context().config().context_tokens, 2048);
     // A restore to more than the host's own context restores the host's.
-    let host = config().context_tokens;
+    let host = config().limits.context_tokens;
     let tick = job.tick;
     s.step(
         Input::Degrade(gamepilot_core::DegradeCommand::RestoreContext { to_tokens: host * 4 }),
@@ -1518,7 +1529,7 @@ fn the_users_input_pauses_the_session_until_their_resume() {
     assert!(fx
         .iter()
         .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Pause { paused: true }))));
-    assert!(s.numbers().paused_by_user);
+    assert!(s.numbers().waiting.paused_by_user);
     assert!(s.numbers().status_line(false, 1.0).contains("PAUSED"));
     // The tick in flight comes back: nothing is proposed while paused.
     let fx = s.answer(outcome(tick, menu(), click_mark(1)), ms(400));
@@ -1533,7 +1544,7 @@ fn the_users_input_pauses_the_session_until_their_resume() {
     assert!(fx
         .iter()
         .any(|e| matches!(e, Effect::Reflex(ReflexCommand::Pause { paused: false }))));
-    assert!(!s.numbers().paused_by_user);
+    assert!(!s.numbers().waiting.paused_by_user);
     assert_eq!(
         tactical_jobs(&fx).len(),
         1,
@@ -1912,7 +1923,7 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
     };
     let fx = s.step(Input::Reflex(behind(2)), ms(200));
     assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, .. }) if *interlock == gamepilot_core::Safeguard::NotInFront)));
-    assert!(s.numbers().waiting_for_front);
+    assert!(s.numbers().waiting.waiting_for_front);
     assert!(s
         .numbers()
         .status_line(false, 1.0)
@@ -1939,7 +1950,7 @@ fn while_the_game_is_not_in_front_the_session_waits_and_says_so() {
     t += 500;
     let fx = s.step(Input::Reflex(reflex(200)), ms(t));
     assert!(fx.iter().any(|e| matches!(e, Effect::Record(SessionRecord::Interlock { interlock, detail }) if *interlock == gamepilot_core::Safeguard::InFront && detail.contains("after 60.6 s"))), "{fx:?}");
-    assert!(!s.numbers().waiting_for_front);
+    assert!(!s.numbers().waiting.waiting_for_front);
     assert_eq!(tactical_jobs(&fx).len(), 1, "the model is asked again");
     let prompt = s
         .context()
@@ -1962,7 +1973,7 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
     };
     let (mut s, fx) = started_with(config(), plan);
     let job = tactical_jobs(&fx)[0].clone();
-    assert_eq!(job.direct.as_deref(), Some("options"));
+    assert_eq!(job.aim.name.as_deref(), Some("options"));
     assert!(
         !job.perceive_only,
         "the tactical thread asks the model unless the name is on screen once"
@@ -1976,11 +1987,11 @@ fn a_subgoal_naming_a_visible_element_is_clicked_without_a_model_call_once() {
     assert!(notes(&fx)
         .iter()
         .any(|n| n.starts_with("grounded without a model call: the subgoal names 'options'")));
-    assert_eq!(s.numbers().direct_groundings, 1);
+    assert_eq!(s.numbers().actions.direct_groundings, 1);
     // Executed and verified like any action; the subgoal is still open, and the next choice is the model's.
     t += 100;
     let next = evidence_then_job(&mut s, &mut t, sent[0].0, Some(true));
-    assert_eq!(next.direct, None, "once per subgoal and name");
+    assert_eq!(next.aim.name, None, "once per subgoal and name");
 }
 
 #[test]
@@ -1993,10 +2004,10 @@ fn a_step_that_closes_an_open_dialog_with_no_button_so_labelled_taps_escape_with
             subgoal(2, 0, "coins >= 1", "collect a coin"),
         ],
     };
-    let cfg = SessionConfig {
+    let cfg = with_behaviours(Behaviours {
         direct_by_words: true,
-        ..config()
-    };
+        ..config().behaviours
+    });
     let (mut s, fx) = started_with(cfg.clone(), plan.clone());
     let job = tactical_jobs(&fx)[0].clone();
     let mut about = menu();
@@ -2072,8 +2083,8 @@ fn the_session_composes_the_tactical_prompt_and_schema_from_the_perception() {
     // FR-MODEL-003, FR-GND-003, FR-CTX-001: the prompt and this tick's schema are the session's, from the
     // perceived marks; the image's place is held at the visual budget's size, in the model's coordinates
     let mut cfg = config();
-    cfg.with_image = true;
-    cfg.visual_pixels = 448 * 252;
+    cfg.limits.with_image = true;
+    cfg.limits.visual_pixels = 448 * 252;
     cfg.coord_convention = gamepilot_core::CoordConvention::Normalized1000;
     cfg.grounding_paths = vec![GroundingPathAlias::Mark];
     let (mut s, fx) = started_with(cfg, two_step_plan());
@@ -2105,8 +2116,8 @@ fn the_session_composes_the_tactical_prompt_and_schema_from_the_perception() {
     // The same perception composes the same prompt, byte for byte (what a replay diffs).
     let (mut again, fx) = {
         let mut cfg = config();
-        cfg.with_image = true;
-        cfg.visual_pixels = 448 * 252;
+        cfg.limits.with_image = true;
+        cfg.limits.visual_pixels = 448 * 252;
         cfg.coord_convention = gamepilot_core::CoordConvention::Normalized1000;
         cfg.grounding_paths = vec![GroundingPathAlias::Mark];
         started_with(cfg, two_step_plan())
@@ -2216,7 +2227,7 @@ fn a_two_stage_tick_localises_perceives_the_region_then_acts_on_it_in_capture_sp
         "the region's mark 1 is the Options button in capture space: {:?}",
         sent[0].1
     );
-    assert_eq!(s.numbers().tactical_latency_ms.last().copied(), Some(150.0));
+    assert_eq!(s.numbers().calls.tactical_latency_ms.last().copied(), Some(150.0));
 }
 
 #[test]
@@ -2235,7 +2246,7 @@ fn a_frame_that_could_not_be_perceived_ends_its_tick_and_the_next_one_starts() {
         },
         ms(300),
     );
-    assert_eq!(s.numbers().tactical_failures, 1);
+    assert_eq!(s.numbers().calls.tactical_failures, 1);
     assert_eq!(tactical_jobs(&fx).len(), 1, "the next tick starts: {fx:?}");
 }
 
@@ -2253,10 +2264,10 @@ fn deliberations(effects: &[Effect]) -> Vec<&DeliberationJob> {
 fn while_the_first_plan_is_made_the_goal_is_acted_on_and_the_plan_is_made_from_the_first_screen() {
     // FR-LOOP-002/003: nothing waits for the deliberative pass; a goal naming its first step is grounded
     // without a model call (FR-GND-001), and the start pass is composed from the first screen.
-    let cfg = SessionConfig {
+    let cfg = with_behaviours(Behaviours {
         act_while_planning: true,
-        ..config()
-    };
+        ..config().behaviours
+    });
     let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
     let fx = s.step(Input::Start, ms(0));
     assert!(
@@ -2269,7 +2280,7 @@ fn while_the_first_plan_is_made_the_goal_is_acted_on_and_the_plan_is_made_from_t
     );
     let job = tactical_jobs(&fx)[0].clone();
     assert_eq!(
-        job.direct.as_deref(),
+        job.aim.name.as_deref(),
         Some("play"),
         "the goal names its first step"
     );
@@ -2489,5 +2500,9 @@ fn an_unsure_model_is_answered_by_a_survey_that_tries_notes_goes_back_and_tries_
         matches!(submits(&fx)[..], [(_, Action::Click { x: 640, y: 404, .. }, _)]),
         "Options next: {fx:#?}"
     );
-    assert_eq!(s.numbers().tactical_calls, 2, "two model calls, both unsure");
+    assert_eq!(
+        s.numbers().calls.tactical_calls,
+        2,
+        "two model calls, both unsure"
+    );
 }

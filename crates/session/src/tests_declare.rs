@@ -10,8 +10,11 @@ use serde_json::json;
 fn declaring() -> SessionConfig {
     SessionConfig {
         postconditions: Vec::new(),
-        act_while_planning: true,
-        direct_by_words: true,
+        behaviours: Behaviours {
+            act_while_planning: true,
+            direct_by_words: true,
+            ..config().behaviours
+        },
         declare: Some(DeclareConfig {
             sensor_source: String::new(),
             declared_size: Size::new(1280, 720),

@@ -19,7 +19,7 @@ pub enum Topic {
     Perception(super::bench_perception::Args),
 }
 
-/// `bench executor` (the harness is `gamepilot_runtime::bench_executor`).
+/// `bench executor` (the harness is `gamepilot_bench::bench_executor`).
 #[derive(clap::Args, Debug)]
 pub struct ExecutorArgs {
     /// X display for the latency parts (default: $DISPLAY; they are skipped without one).
@@ -40,8 +40,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.topic {
         Topic::Model(a) => super::bench_model::bench(a),
         Topic::Capture(a) => super::capture::bench(a),
-        Topic::Executor(a) => Ok(gamepilot_runtime::bench_executor::bench(
-            gamepilot_runtime::bench_executor::BenchArgs {
+        Topic::Executor(a) => Ok(gamepilot_bench::bench_executor::bench(
+            gamepilot_bench::bench_executor::BenchArgs {
                 display: a.display,
                 ticks: a.ticks,
                 seconds: a.seconds,

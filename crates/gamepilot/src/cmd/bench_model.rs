@@ -3,8 +3,8 @@
 //! By default it starts llama-server with the default local model from scripts/setup-llama.sh's cache.
 
 use anyhow::Context as _;
+use gamepilot_bench::model_bench::{self, BenchScene};
 use gamepilot_model::{cache, HostClient, HostTimeouts, LaunchSpec, LocalHost, VisualBudget, WeightsSpec};
-use gamepilot_runtime::model_bench::{self, BenchScene};
 use gamepilot_session::eval::{percentile, sorted};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -136,7 +136,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     let scene = if args.synthetic {
         BenchScene::Synthetic
     } else {
-        let frames = gamepilot_runtime::eval::perceive_sequence(&args.frame, Duration::from_millis(500))
+        let frames = gamepilot_bench::eval::perceive_sequence(&args.frame, Duration::from_millis(500))
             .context("reading --frame")?;
         for (p, (obs, _)) in args.frame.iter().zip(&frames) {
             println!("observation: {} ({} elements)", p.display(), obs.elements.len());
@@ -197,7 +197,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
 
 /// `bench model --scenes`: new screen -> first action over recorded sessions, with `run`'s two hosts.
 fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
-    use gamepilot_runtime::scene_bench::{replay_scenes, ReflexProbe, SceneFigures, SceneHosts};
+    use gamepilot_bench::scene_bench::{replay_scenes, ReflexProbe, SceneFigures, SceneHosts};
     let files: Vec<PathBuf> = if files.is_empty() {
         SCENE_RECORDINGS.iter().map(PathBuf::from).collect()
     } else {
@@ -217,15 +217,10 @@ fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
     };
     let cancel = gamepilot_model::CancelToken::new();
     let started = Instant::now();
-    let (tactical, _tactical_host) = models.connect(&cancel)?;
+    let (tactical, _tactical_host, caps) = models.connect_probed(&cancel)?;
     let deliberative = models.connect_deliberative(&cancel)?;
-    let kind = tactical.probe()?.kind;
-    let tactical = tactical.with_kind(kind);
     let deliberative_client = match &deliberative {
-        Some((c, _)) => {
-            let kind = c.probe()?.kind;
-            c.clone().with_kind(kind)
-        }
+        Some((c, _)) => c.clone().with_kind(caps.kind),
         None => tactical.clone(),
     };
     println!(

@@ -2,10 +2,11 @@
 //! local model that gamepilot starts itself; a summary and an HTML report at the end.
 
 use super::act::LimitArgs;
-use super::run::{default_record_dir, print_summary, ModelArgs};
+use super::run::{default_record_dir, print_summary, ModelArgs, ReflexWiring};
+use super::start::{AgentPlan, Hands, SessionChoices, Started, Target, UserChecks};
 use anyhow::Context as _;
 use gamepilot_planner::LoopConfig;
-use gamepilot_runtime::agent::{self, AgentConfig};
+use gamepilot_runtime::agent;
 use gamepilot_runtime::say;
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use std::path::PathBuf;
@@ -64,6 +65,41 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    // The same start-up plan as `run`: what the flags decide is refused before anything starts.
+    let record_dir = args.record.clone().unwrap_or_else(default_record_dir);
+    let plan = AgentPlan {
+        checks: UserChecks {
+            goal_check: (!args.agent_checks).then(|| args.goal_check.clone()),
+            sensors_src: (!args.agent_checks).then(|| SENSORS.to_string()),
+        },
+        session: SessionChoices {
+            goal: args.goal.clone(),
+            loop_cfg: LoopConfig {
+                session_max_ms: args.seconds * 1000,
+                session_max_actions: Some(args.max_actions),
+                signals: args.stuck.signals()?,
+                ..LoopConfig::default()
+            },
+            tactical_interval_ms: 300,
+            progress_sensor: match (&args.stuck.progress_sensor, args.agent_checks) {
+                (Some(p), _) => Some(p.clone()),
+                (None, false) => Some("coins".into()),
+                (None, true) => None,
+            },
+            grounding_paths: args.grounding.paths(),
+            steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
+            act_while_planning: true,
+        },
+        // `run`'s defaults: a host that sees images gets them, in its family's coordinates.
+        vision: super::run::VisionArgs::default(),
+        // Nobody can click an overlay on the demo's private display: destructive actions are rejected.
+        hands: Hands::new(&args.limits, args.dry_run, true, std::time::Duration::ZERO)?,
+        record_dir: record_dir.clone(),
+        quiet: args.quiet,
+        research: gamepilot_research::ResearchConfig::default(),
+        gpu_watch: true,
+    }
+    .validated()?;
     say!(
         "demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})",
         args.game_seed
@@ -78,80 +114,30 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     )
     .context("launching the practice game (build it with `cargo build --workspace --bins`)")?;
     say!("demo: game window 0x{:x} on {}", arena.window.id, bed.display);
+    // FR-SAFE-005: no screen text, no destructive-action hold; refuse before the agent starts.
+    gamepilot_ocr::describe_backend().context("OCR does not work, and the agent does not act unread")?;
     say!("demo: starting the model host");
     // Ctrl+C from here on is a clean stop of the session.
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
-    let (client, host) = args.model.connect(&stop_signals.token())?;
-    let caps = client.probe().context("probing the model host")?;
-    let client = client.with_kind(caps.kind);
-    let deliberative_host = args.model.connect_deliberative(&stop_signals.token())?;
-    let deliberative_client = deliberative_host
-        .as_ref()
-        .map_or_else(|| client.clone(), |(c, _)| c.clone().with_kind(caps.kind));
-    // The same vision plan as `run` with its defaults: a host that sees images gets them, in its family's
-    // coordinates.
-    let vision = super::run::VisionArgs::default().plan(&caps, &args.model.model_name)?;
-    let limits = args.limits.clone();
-    let (exec, panic) = limits.config()?;
-    let record_dir = args.record.clone().unwrap_or_else(default_record_dir);
-    let cfg = AgentConfig {
+    let target = Target {
         display: Some(bed.display.clone()),
         window: arena.window.clone(),
-        window_label: "Practice Arena".into(),
-        session: super::run::session_config(super::run::SessionChoices {
-            goal: args.goal.clone(),
-            loop_cfg: LoopConfig {
-                session_max_ms: args.seconds * 1000,
-                session_max_actions: Some(args.max_actions),
-                signals: args.stuck.signals()?,
-                ..LoopConfig::default()
-            },
-            vision: &vision,
-            tactical_interval_ms: 300,
-            context_tokens: caps
-                .n_ctx
-                .map(|n| n.min(u64::from(u32::MAX)) as u32)
-                .unwrap_or(4096),
-            progress_sensor: match (&args.stuck.progress_sensor, args.agent_checks) {
-                (Some(p), _) => Some(p.clone()),
-                (None, false) => Some("coins".into()),
-                (None, true) => None,
-            },
-            grounding_paths: args.grounding.paths(),
-            steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
-            act_while_planning: true,
-        }),
-        goal_check: (!args.agent_checks).then(|| args.goal_check.clone()),
-        sensors_src: (!args.agent_checks).then(|| SENSORS.to_string()),
-        client,
-        deliberative_client,
-        model_name: args.model.model_name.clone(),
-        exec,
-        panic,
-        stale_ms: limits.stale_ms,
-        hz: limits.hz,
-        dry_run: args.dry_run,
-        record_dir: record_dir.clone(),
-        unattended: true,
-        // Nobody can click an overlay on the demo's private display: destructive actions are rejected.
-        confirm_timeout: std::time::Duration::ZERO,
-        quiet: args.quiet,
-        research: gamepilot_research::ResearchConfig::default(),
-        // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
-        reflex: gamepilot_runtime::reflex::ReflexExtras::default(),
-        degrade: None,
-        hosts: gamepilot_model::HostKeeper::new(Vec::new()),
-        stop_signals: Some(stop_signals),
+        label: "Practice Arena".into(),
+    };
+    // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
+    let wiring = ReflexWiring::none();
+    let (cfg, wiring) = match plan.start(target, &args.model, wiring, stop_signals)? {
+        Started::Ready(cfg, wiring) => (cfg, wiring),
+        Started::Stopped(code) => return Ok(code),
     };
     if args.agent_checks {
         say!("demo: goal {:?}, its checks declared by the agent", args.goal);
     } else {
         say!("demo: goal {:?}, done when `{}`", args.goal, args.goal_check);
     }
-    let summary = agent::run_agent(cfg)?;
+    let summary = agent::run_agent(*cfg)?;
+    drop(wiring);
     let state = arena.state().ok();
-    drop(host);
-    drop(deliberative_host);
     print_summary(&summary);
     if let Some(s) = state {
         say!(

@@ -4,7 +4,7 @@
 
 use super::run::ModelArgs;
 use anyhow::Context as _;
-use gamepilot_runtime::eval::{evaluate, evaluate_declarations, EvalSetup};
+use gamepilot_bench::eval::{evaluate, evaluate_declarations, EvalSetup};
 use gamepilot_session::eval::{DecisionCorpus, DeclarationCorpus, EvalSummary, PointResult};
 use std::path::PathBuf;
 
@@ -103,11 +103,7 @@ fn with_host(
         .parent()
         .map(|p| p.join("frames"))
         .unwrap_or_else(|| PathBuf::from("frames"));
-    let (client, _host) = args.model.connect(&Default::default())?;
-    let caps = client
-        .probe_for(&args.model.model_name)
-        .context("probing the model host")?;
-    let client = client.with_kind(caps.kind);
+    let (client, _host, _caps) = args.model.connect_probed(&Default::default())?;
     println!("eval: {what}, host {}", client.base_url());
     let setup = EvalSetup {
         client: &client,

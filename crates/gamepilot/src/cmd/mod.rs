@@ -17,4 +17,5 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod sensor;
+pub mod start;
 pub mod windows;

@@ -3,14 +3,15 @@
 
 use super::act::LimitArgs;
 use super::common::WindowArgs;
+use super::start::{AgentPlan, Hands, SessionChoices, Started, Target, UserChecks};
 use anyhow::Context as _;
 use gamepilot_core::ModelFamily;
 use gamepilot_grounding::GroundingPath;
 use gamepilot_model::{
-    CancelToken, Capabilities, HostClient, HostRole, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec,
+    CancelToken, Capabilities, HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec,
 };
 use gamepilot_planner::{LoopConfig, SignalConfig};
-use gamepilot_runtime::agent::{self, AgentConfig, Summary};
+use gamepilot_runtime::agent::{self, Summary};
 use gamepilot_runtime::{say, say_err};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,6 +69,18 @@ impl ModelArgs {
         }
         let (client, host) = self.start_local(timeouts, 10, true, cancel)?;
         Ok((client, Some(host)))
+    }
+
+    /// [`ModelArgs::connect`], then one probe, never a guess: the client speaks the host's dialect.
+    pub fn connect_probed(
+        &self,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<(HostClient, Option<LocalHost>, Capabilities)> {
+        let (client, host) = self.connect(cancel)?;
+        let caps = client
+            .probe_for(&self.model_name)
+            .context("probing the model host")?;
+        Ok((client.with_kind(caps.kind), host, caps))
     }
 
     /// The deliberative cadence's own host when gamepilot starts its hosts: a second
@@ -174,39 +187,6 @@ pub struct VisionPlan {
     pub family: ModelFamily,
     pub tactical_pixels: u64,
     pub deliberative_pixels: u64,
-}
-
-/// What `run` and `demo` choose for the session, each from its own arguments.
-pub struct SessionChoices<'a> {
-    pub goal: String,
-    pub loop_cfg: LoopConfig,
-    pub vision: &'a VisionPlan,
-    pub tactical_interval_ms: u64,
-    pub context_tokens: u32,
-    pub progress_sensor: Option<String>,
-    pub grounding_paths: Vec<gamepilot_session::GroundingPath>,
-    pub steering: Option<gamepilot_session::SteeringConfig>,
-    /// Act on the goal itself while a plan is made (`run --wait-for-plan` turns it off).
-    pub act_while_planning: bool,
-}
-
-/// The session's configuration from those choices (its postconditions come from the sensors later).
-pub fn session_config(c: SessionChoices<'_>) -> gamepilot_session::SessionConfig {
-    gamepilot_session::SessionConfig {
-        goal: c.goal,
-        loop_cfg: c.loop_cfg,
-        progress_sensor: c.progress_sensor,
-        grounding_paths: c.grounding_paths,
-        tactical_interval_ms: c.tactical_interval_ms,
-        with_image: c.vision.image,
-        visual_pixels: c.vision.tactical_pixels,
-        deliberative_pixels: c.vision.deliberative_pixels,
-        context_tokens: c.context_tokens,
-        coord_convention: c.vision.family.convention(),
-        steering: c.steering,
-        act_while_planning: c.act_while_planning,
-        ..gamepilot_session::SessionConfig::default()
-    }
 }
 
 impl VisionArgs {
@@ -523,6 +503,15 @@ pub fn reflex_wiring(
 }
 
 impl ReflexWiring {
+    /// Nothing added to the reflex: no templates, no calibration, no GPU watch yet.
+    pub fn none() -> ReflexWiring {
+        ReflexWiring {
+            extras: gamepilot_runtime::reflex::ReflexExtras::default(),
+            degrade: None,
+            gpu: None,
+        }
+    }
+
     /// Starts the GPU-memory watch (FR-MODEL-004) for hosts whose context is `host_tokens`: the ladder's
     /// reduced context is half of it and a restore returns to it, never more.
     pub fn watch_gpu(&mut self, host_tokens: u32) {
@@ -552,15 +541,15 @@ pub fn print_summary(s: &Summary) {
     say!(
         "  {:.1} s, {} actions executed ({:.2} actions/s), {} rejected",
         s.seconds,
-        n.actions_executed,
+        n.actions.actions_executed,
         s.actions_per_s(),
-        n.rejected
+        n.actions.rejected
     );
     say!(
         "  verdicts: {} confirmed, {} refuted, {} inconclusive",
-        n.confirmed,
-        n.refuted,
-        n.inconclusive
+        n.verdicts.confirmed,
+        n.verdicts.refuted,
+        n.verdicts.inconclusive
     );
     say!(
         "  failure attribution: {}",
@@ -577,14 +566,14 @@ pub fn print_summary(s: &Summary) {
     let (p50, p95) = s.tactical_latency_ms();
     say!(
         "  tactical: {} calls, {} actions grounded without a call, latency p50 {p50:.0} ms p95 {p95:.0} ms, prompt tokens {} of which cached {}",
-        n.tactical_calls,
-        n.direct_groundings,
-        n.prompt_tokens,
-        n.cached_prompt_tokens
+        n.calls.tactical_calls,
+        n.actions.direct_groundings,
+        n.calls.prompt_tokens,
+        n.calls.cached_prompt_tokens
     );
     let (screens, p50, p95) = s.first_action_ms();
     say!("  new screen -> first action: {screens} screens, p50 {p50:.0} ms p95 {p95:.0} ms");
-    say!("  deliberative passes: {}", n.deliberative_passes);
+    say!("  deliberative passes: {}", n.calls.deliberative_passes);
     let ladder = s.ladder();
     let ladder = if ladder.is_empty() {
         "not climbed".to_string()
@@ -611,16 +600,45 @@ pub fn print_summary(s: &Summary) {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let (exec, panic) = args.limits.config()?;
     // SIGINT / SIGTERM / SIGHUP from here on stop the session cleanly (exit 128 + signal).
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
-    // What the flags alone decide is refused before anything starts: no window is touched and no model
-    // host loaded for a goal check or a sensor file that cannot compile.
+    // What the flags alone decide is refused before anything starts.
     let sensors_src = match &args.sensors {
         Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
         None => None,
     };
-    gamepilot_runtime::agent::compile_user_sensors(sensors_src.as_deref(), args.goal_check.as_deref())?;
+    let plan = AgentPlan {
+        checks: UserChecks {
+            sensors_src,
+            goal_check: args.goal_check.clone(),
+        },
+        session: SessionChoices {
+            goal: args.goal.clone(),
+            loop_cfg: LoopConfig {
+                session_max_ms: args.limits.session_budget_s * 1000,
+                session_max_actions: args.max_actions,
+                signals: args.stuck.signals()?,
+                ..LoopConfig::default()
+            },
+            tactical_interval_ms: args.tactical_interval_ms,
+            progress_sensor: args.stuck.progress_sensor.clone(),
+            grounding_paths: args.grounding.paths(),
+            steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
+            act_while_planning: !args.wait_for_plan,
+        },
+        vision: args.vision.clone(),
+        hands: Hands::new(
+            &args.limits,
+            args.dry_run,
+            args.unattended,
+            Duration::from_secs(args.confirm_timeout_s),
+        )?,
+        record_dir: args.record.clone().unwrap_or_else(default_record_dir),
+        quiet: false,
+        research: args.research.config()?,
+        gpu_watch: !args.no_gpu_watch,
+    }
+    .validated()?;
     let (x, win) = args.target.resolve()?;
     // Input reaches only a game in front (FR-SAFE-004): ask the window manager to raise it, never by
     // synthesised input. While another window has the focus the session waits for it.
@@ -637,116 +655,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let wiring = reflex_wiring(
         args.target.display.clone(),
         &win,
-        &exec,
+        &plan.hands.exec,
         &args.limits,
-        &panic,
+        &plan.hands.panic,
         args.templates.as_deref(),
         args.template_radius,
         &args.camera,
         args.dry_run,
     )?;
-    // A stop signal while starting (calibrating, loading a model) ends the run at once, named: nothing is
-    // armed yet, and the host started so far is stopped as it drops.
-    let stopped = |step: &str| {
-        let s = stop_signals.received()?;
-        say!(
-            "session stopped: Stopped (signal {}) during start-up, {step}",
-            s.name()
-        );
-        Some(s.exit_code())
-    };
-    if let Some(code) = stopped("after the reflex's set-up") {
-        return Ok(code);
-    }
-    let connected = args.model.connect(&stop_signals.token());
-    if let Some(code) = stopped("while the model host was starting") {
-        return Ok(code);
-    }
-    let (client, host) = connected?;
-    // One probe at start, never a guess; the client then speaks the host's dialect.
-    let caps = client
-        .probe_for(&args.model.model_name)
-        .context("probing the model host")?;
-    let client = client.with_kind(caps.kind);
-    let deliberative_host = args.model.connect_deliberative(&stop_signals.token());
-    if let Some(code) = stopped("while the deliberative model host was starting") {
-        return Ok(code);
-    }
-    let deliberative_host = deliberative_host?;
-    let vision = args.vision.plan(&caps, &args.model.model_name)?;
-    let mut wiring = wiring;
-    let context_tokens = caps
-        .n_ctx
-        .map(|n| n.min(u64::from(u32::MAX)) as u32)
-        .unwrap_or(4096);
-    if !args.no_gpu_watch {
-        wiring.watch_gpu(context_tokens);
-    }
-    // The hosts gamepilot started, for the degrade ladder to reshape (none with --model-endpoint).
-    let (deliberative_client, deliberative_host) = match deliberative_host {
-        Some((c, h)) => (c.with_kind(caps.kind), Some(h)),
-        None => (client.clone(), None),
-    };
-    let hosts = gamepilot_model::HostKeeper::new(
-        [
-            (HostRole::Tactical, host),
-            (HostRole::Deliberative, deliberative_host),
-        ]
-        .into_iter()
-        .filter_map(|(role, h)| Some((role, h?)))
-        .collect(),
-    );
-    wiring
-        .extras
-        .notes
-        .push(format!("model host probe: {caps:?}; {vision:?}"));
-    let loop_cfg = LoopConfig {
-        session_max_ms: args.limits.session_budget_s * 1000,
-        session_max_actions: args.max_actions,
-        signals: args.stuck.signals()?,
-        ..LoopConfig::default()
-    };
-    let cfg = AgentConfig {
+    let target = Target {
         display: args.target.display.clone(),
-        window_label: match (&args.target.window, args.target.pid) {
+        label: match (&args.target.window, args.target.pid) {
             (Some(w), _) => w.clone(),
             (None, Some(pid)) => format!("pid {pid}"),
             (None, None) => format!("0x{:x}", win.id),
         },
         window: win,
-        session: session_config(SessionChoices {
-            goal: args.goal.clone(),
-            loop_cfg,
-            vision: &vision,
-            tactical_interval_ms: args.tactical_interval_ms,
-            context_tokens,
-            progress_sensor: args.stuck.progress_sensor.clone(),
-            grounding_paths: args.grounding.paths(),
-            steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
-            act_while_planning: !args.wait_for_plan,
-        }),
-        goal_check: args.goal_check.clone(),
-        sensors_src,
-        client,
-        deliberative_client,
-        model_name: args.model.model_name.clone(),
-        exec,
-        panic,
-        stale_ms: args.limits.stale_ms,
-        hz: args.limits.hz,
-        dry_run: args.dry_run,
-        record_dir: args.record.clone().unwrap_or_else(default_record_dir),
-        unattended: args.unattended,
-        confirm_timeout: std::time::Duration::from_secs(args.confirm_timeout_s),
-        quiet: false,
-        research: args.research.config()?,
-        reflex: wiring.extras,
-        degrade: wiring.degrade,
-        hosts,
-        stop_signals: Some(stop_signals),
     };
-    let summary = agent::run_agent(cfg)?;
-    drop(wiring.gpu);
+    let (cfg, wiring) = match plan.start(target, &args.model, wiring, stop_signals)? {
+        Started::Ready(cfg, wiring) => (cfg, wiring),
+        Started::Stopped(code) => return Ok(code),
+    };
+    let summary = agent::run_agent(*cfg)?;
+    drop(wiring);
     print_summary(&summary);
     Ok(match summary.exit_signal {
         Some(sig) => gamepilot_runtime::stop_signals::StopSignal(sig).exit_code(),

@@ -32,7 +32,7 @@ impl Session {
                 current: self.seen.generation,
             }
             .to_string();
-            self.numbers.rejected += 1;
+            self.numbers.actions.rejected += 1;
             self.context.record(HistoryEntry::new(
                 now,
                 grounded.label,
@@ -52,7 +52,7 @@ impl Session {
         if let Some(near) = destructive::answer_scope(&grounded.intention.action) {
             // FR-SAFE-005: the dialogue check reads the frame the choice was made on; a choice made before
             // the screen changed is made again on what the screen shows now.
-            if let Some(seen) = self.seen.at.filter(|_| self.cfg.fresh_frames) {
+            if let Some(seen) = self.seen.at.filter(|_| self.cfg.behaviours.fresh_frames) {
                 if let crate::fresh::Judgement::Stale(why) = self.seen.freshness.judge(seen) {
                     out.push(Effect::Record(SessionRecord::Note {
                         text: format!(
@@ -112,14 +112,13 @@ impl Session {
             .subgoal_description
             .unwrap_or_else(|| self.step_focus().to_string());
         self.tactical
-            .direct_done
-            .push((crate::direct::step_key(&step), name.clone()));
+            .clicked(crate::direct::step_key(&step), name.clone());
         let reply = TacticalReply::ClickMark {
             mark,
             button: gamepilot_core::MouseButton::Left,
         };
         if let Some(grounded) = self.ground(&reply, obs, false, generation, now) {
-            self.numbers.direct_groundings += 1;
+            self.numbers.actions.direct_groundings += 1;
             out.push(Effect::Record(SessionRecord::Note {
                 text: if aim.name.as_deref() == Some(name.as_str()) {
                     format!("grounded without a model call: the subgoal names '{name}', the one element so labelled is mark {mark}")
@@ -205,10 +204,10 @@ impl Session {
     }
 
     pub(super) fn record_call(&mut self, reply: &ModelReply) {
-        self.numbers.tactical_calls += 1;
-        self.numbers.tactical_latency_ms.push(reply.latency_ms);
-        self.numbers.prompt_tokens += reply.tokens_in;
-        self.numbers.cached_prompt_tokens += reply.cached_tokens;
+        self.numbers.calls.tactical_calls += 1;
+        self.numbers.calls.tactical_latency_ms.push(reply.latency_ms);
+        self.numbers.calls.prompt_tokens += reply.tokens_in;
+        self.numbers.calls.cached_prompt_tokens += reply.cached_tokens;
     }
 
     /// Grounding: a mark becomes its box centre in capture space (FR-GND-001); coordinates stay as given
@@ -308,7 +307,7 @@ impl Session {
             expected: grounded.expected.clone(),
             settle_ms: Some(grounded.settle_ms.unwrap_or(self.cfg.loop_cfg.settle_ms)),
         };
-        self.actions.insert(id, grounded);
+        self.actions.propose(id, grounded);
         self.feed(event, now, out);
     }
 }
@@ -352,17 +351,6 @@ pub(super) fn cursor_item(action: &Action, obs: &Observation) -> Option<(Element
         bbox = bbox.union(&e.bbox);
     }
     Some((first.id, bbox))
-}
-
-pub(super) fn evidence_for(expected: &ExpectedChange, changed: Option<bool>) -> Evidence {
-    match expected {
-        ExpectedChange::ElementChanged { .. } => Evidence::ElementChanged { changed },
-        ExpectedChange::SensorDelta { .. } => Evidence::SensorDelta {
-            before: Some(0.0),
-            after: changed.map(|c| if c { 1.0 } else { 0.0 }),
-        },
-        ExpectedChange::Postcondition { .. } => Evidence::Postcondition { value: changed },
-    }
 }
 
 pub(super) fn is_pointer(action: &Action) -> bool {

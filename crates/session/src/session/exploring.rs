@@ -27,7 +27,7 @@ impl Session {
         };
         grounded.label = format!("{EXPLORE_LABEL} {label} (mark {}), {}", mark.0, grounded.label);
         self.tactical.retry = None;
-        self.numbers.direct_groundings += 1;
+        self.numbers.actions.direct_groundings += 1;
         out.push(Effect::Record(SessionRecord::Note {
             text: format!(
                 "exploring without a model call (try {} of at most {}): the last click changed nothing, {label} (mark {}) is the nearest untried element {kind}",
@@ -142,7 +142,7 @@ impl Session {
             return;
         };
         grounded.label = format!("{SURVEY_LABEL} {what}, {}", grounded.label);
-        self.numbers.direct_groundings += 1;
+        self.numbers.actions.direct_groundings += 1;
         out.push(Effect::Record(SessionRecord::Note {
             text: format!("{} (without a model call)", grounded.label),
         }));
@@ -178,7 +178,7 @@ impl Session {
             return;
         };
         match verdict {
-            gamepilot_grounding::Verdict::Refuted if self.cfg.explore_siblings => {
+            gamepilot_grounding::Verdict::Refuted if self.cfg.behaviours.explore_siblings => {
                 self.explore.siblings.refuted(gamepilot_core::Point { x, y })
             }
             gamepilot_grounding::Verdict::Confirmed => {
@@ -221,18 +221,12 @@ impl Session {
             .subgoal_description
             .unwrap_or_else(|| self.step_focus().to_string());
         let key = crate::direct::step_key(&step);
-        if self
-            .tactical
-            .direct_done
-            .iter()
-            .any(|(k, l)| *k == key && l == "escape")
-        {
+        if !self.tactical.clicked(key, "escape".into()) {
             return;
         }
-        self.tactical.direct_done.push((key, "escape".into()));
         let reply = TacticalReply::Act(Action::Key { key: "Escape".into() });
         if let Some(grounded) = self.ground(&reply, obs, false, generation, now) {
-            self.numbers.direct_groundings += 1;
+            self.numbers.actions.direct_groundings += 1;
             out.push(Effect::Record(SessionRecord::Note {
                 text: "grounded without a model call: the subgoal closes what is open and nothing on screen is labelled so: Escape".into(),
             }));

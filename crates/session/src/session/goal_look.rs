@@ -141,12 +141,7 @@ impl Session {
         let aim = crate::direct::DirectAim {
             name: None,
             words: crate::direct::clickable_words(self.step_focus()),
-            clicked: self
-                .tactical
-                .direct_done
-                .iter()
-                .map(|(_, label)| label.clone())
-                .collect(),
+            clicked: self.tactical.clicked_at_all(),
         };
         if let Some((mark, label)) = aim.target(obs, &self.tactical.excluded) {
             out.push(Effect::Record(SessionRecord::Note {
@@ -383,7 +378,7 @@ impl Session {
         now: MonoTime,
         out: &mut Vec<Effect>,
     ) -> bool {
-        if !self.cfg.act_while_planning {
+        if !self.cfg.behaviours.act_while_planning {
             return false;
         }
         if self.state.active_subgoal().is_some() {

@@ -27,18 +27,15 @@ impl Session {
             self.seen.generation = r.generation;
             self.drop_stale_held(now, out);
         }
-        for a in self.actions.values_mut().filter(|a| a.executed) {
-            a.unreadable_evidence |= r.health.unreadable();
-            a.scene_changed |= r.change == FrameChange::Scene;
-        }
+        self.actions
+            .frame_seen(r.health.unreadable(), r.change == FrameChange::Scene);
         // A new screen with no action of ours pending: the clock to the first action starts (a screen an
         // action of ours is changing is that action's effect, not a new decision).
         if r.change == FrameChange::Scene {
             self.seen.freshness.scene_changed(now);
         }
-        if r.change == FrameChange::Scene && self.actions.is_empty() && self.tactical.new_screen_at.is_none()
-        {
-            self.tactical.new_screen_at = Some(now);
+        if r.change == FrameChange::Scene {
+            self.tactical.screen_appeared(now, !self.actions.is_idle());
         }
         self.on_front(r.foreground, now, out);
         if self.gates.waiting().is_some() {
@@ -114,9 +111,7 @@ impl Session {
     /// A wait (the user's pause, the game behind another window) spent no budget and no stuck window.
     pub(super) fn shift_clocks(&mut self, paused: std::time::Duration) {
         self.state.resume_after_pause(paused);
-        if let Some(t) = self.tactical.last_start.as_mut() {
-            *t = t.plus(paused);
-        }
+        self.tactical.shift(paused);
     }
 
     /// A held destructive action grounded in an older transform chain is dropped (FR-PERC-002).
@@ -133,7 +128,7 @@ impl Session {
                 current: self.seen.generation,
             }
             .to_string();
-            self.numbers.rejected += 1;
+            self.numbers.actions.rejected += 1;
             out.push(Effect::Reflex(ReflexCommand::Pause { paused: false }));
             out.push(Effect::Record(SessionRecord::Interlock {
                 interlock: Safeguard::DestructiveAction,
@@ -159,7 +154,7 @@ impl Session {
             self.avatar.selfid.probe_lost();
         }
         let reason = rejection.to_string();
-        if let Some(a) = self.actions.get(&action) {
+        if let Some(a) = self.actions.get(action) {
             // FR-ACT-006: the reason reaches the model's history; recorded as rejected, not executed.
             self.context.record(HistoryEntry::new(
                 now,
@@ -170,10 +165,10 @@ impl Session {
                 action,
                 reason: reason.clone(),
             }));
-            self.numbers.rejected += 1;
+            self.numbers.actions.rejected += 1;
         }
         self.feed(Event::ActionFailed { action, reason }, now, out);
-        self.actions.remove(&action);
+        self.actions.settle(action);
     }
 
     pub(super) fn on_confirmation(&mut self, a: ConfirmationAnswer, now: MonoTime, out: &mut Vec<Effect>) {
@@ -192,7 +187,7 @@ impl Session {
             // Re-checked by the loop logic against the state as it is after the wait.
             self.propose(h.grounded, now, out);
         } else {
-            self.numbers.rejected += 1;
+            self.numbers.actions.rejected += 1;
             self.context
                 .record(HistoryEntry::new(now, h.grounded.label, a.reason));
         }

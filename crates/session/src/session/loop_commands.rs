@@ -9,7 +9,7 @@ impl Session {
         for c in commands {
             match c {
                 Command::StartDeliberation { pass, trigger } => {
-                    self.numbers.deliberative_passes += 1;
+                    self.numbers.calls.deliberative_passes += 1;
                     self.deliberation.running = Some((pass, trigger, false));
                     // A second look or a step's check waiting for the deliberative host goes first: the
                     // host serves one request at a time, and a plan asked meanwhile held the demo's look
@@ -60,9 +60,7 @@ impl Session {
                     out.push(Effect::Reflex(ReflexCommand::CancelOwner { subgoal }));
                 }
                 Command::Execute { action, subgoal } => {
-                    if let Some(a) = self.actions.get_mut(&action) {
-                        a.intention.subgoal = subgoal;
-                        a.executed = true;
+                    if let Some(a) = self.actions.execute(action, subgoal) {
                         self.tactical.chosen_in_menu |= a.in_menu;
                         // The key map was learned under the old heading.
                         if matches!(
@@ -95,8 +93,8 @@ impl Session {
                         self.avatar.probe_running = None;
                         self.avatar.selfid.probe_lost();
                     }
-                    self.numbers.rejected += 1;
-                    if let Some(a) = self.actions.remove(&action) {
+                    self.numbers.actions.rejected += 1;
+                    if let Some(a) = self.actions.settle(action) {
                         let why = match reason {
                             Refusal::NeedAlternative => {
                                 "not executed: this action did not help; choose a different one".to_string()
@@ -116,7 +114,7 @@ impl Session {
                         verdict,
                         cause: None,
                     }));
-                    if let Some(a) = self.actions.remove(&action) {
+                    if let Some(a) = self.actions.settle(action) {
                         self.explored(&a, verdict, now, out);
                         if verdict == gamepilot_grounding::Verdict::Confirmed {
                             if let Some(p) = a.screen {
@@ -291,7 +289,7 @@ impl Session {
             return;
         }
         if let Some(h) = self.gates.held.take() {
-            self.numbers.rejected += 1;
+            self.numbers.actions.rejected += 1;
             out.push(Effect::Record(SessionRecord::Interlock {
                 interlock: Safeguard::DestructiveAction,
                 detail: format!(

@@ -94,6 +94,58 @@ impl Tactical {
             chosen_in_menu: false,
         }
     }
+
+    /// The least interval between two ticks' starts has passed.
+    pub(super) fn due(&self, now: MonoTime, interval_ms: u64) -> bool {
+        self.last_start
+            .is_none_or(|t| now.since(t).as_millis() as u64 >= interval_ms)
+    }
+
+    /// A wait of `paused` spent none of the interval.
+    pub(super) fn shift(&mut self, paused: std::time::Duration) {
+        if let Some(t) = self.last_start.as_mut() {
+            *t = t.plus(paused);
+        }
+    }
+
+    /// A new screen appeared: the clock to the first action starts, unless an action of ours is being
+    /// verified (the screen is its effect, not a new decision) or the clock already runs.
+    pub(super) fn screen_appeared(&mut self, now: MonoTime, acting: bool) {
+        if !acting && self.new_screen_at.is_none() {
+            self.new_screen_at = Some(now);
+        }
+    }
+
+    /// The executor took an action: the ms since the screen it answers appeared, once per screen.
+    pub(super) fn first_action(&mut self, now: MonoTime) -> Option<f64> {
+        self.new_screen_at
+            .take()
+            .map(|since| now.since(since).as_secs_f64() * 1000.0)
+    }
+
+    /// The labels clicked without a model call for the step with this key.
+    pub(super) fn clicked_for(&self, key: &str) -> Vec<String> {
+        self.direct_done
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, label)| label.clone())
+            .collect()
+    }
+
+    /// Every label clicked without a model call, for any step.
+    pub(super) fn clicked_at_all(&self) -> Vec<String> {
+        self.direct_done.iter().map(|(_, label)| label.clone()).collect()
+    }
+
+    /// `label` was clicked (or pressed) for the step with this key without a model call; false when it
+    /// already was (once per step and label).
+    pub(super) fn clicked(&mut self, key: String, label: String) -> bool {
+        if self.direct_done.iter().any(|(k, l)| *k == key && *l == label) {
+            return false;
+        }
+        self.direct_done.push((key, label));
+        true
+    }
 }
 
 /// What the latest perceived frame showed.
@@ -333,5 +385,47 @@ mod tests {
         );
         assert_eq!(g.resume(at(1300)), None);
         assert_eq!(g.waiting(), None);
+    }
+
+    #[test]
+    fn the_tactical_bookkeeping_times_the_first_action_and_clicks_a_label_once_per_step() {
+        // The latency a player feels: from a new screen to the first action taken on it.
+        let mut t = Tactical::new(at(0));
+        assert_eq!(
+            t.first_action(at(900)),
+            Some(900.0),
+            "the session's start is a new screen"
+        );
+        assert_eq!(t.first_action(at(1000)), None, "once per screen");
+        t.screen_appeared(at(2000), true);
+        assert_eq!(
+            t.first_action(at(2500)),
+            None,
+            "a screen our action is changing is its effect"
+        );
+        t.screen_appeared(at(3000), false);
+        t.screen_appeared(at(3200), false);
+        assert_eq!(
+            t.first_action(at(4000)),
+            Some(1000.0),
+            "timed from the first of them"
+        );
+        // The least interval between starts, and a wait that spent none of it.
+        assert!(t.due(at(0), 300));
+        t.last_start = Some(at(5000));
+        assert!(!t.due(at(5200), 300) && t.due(at(5300), 300));
+        t.shift(std::time::Duration::from_millis(1000));
+        assert!(!t.due(at(6200), 300) && t.due(at(6300), 300));
+        // A label is clicked without a model call once per step (its key), not once per session.
+        assert!(t.clicked("type menu".into(), "type".into()));
+        assert!(!t.clicked("type menu".into(), "type".into()));
+        assert!(t.clicked("new game".into(), "type".into()));
+        assert!(t.clicked("new game".into(), "new".into()));
+        assert_eq!(
+            t.clicked_for("new game"),
+            vec!["type".to_string(), "new".to_string()]
+        );
+        assert_eq!(t.clicked_for("other"), Vec::<String>::new());
+        assert_eq!(t.clicked_at_all().len(), 3);
     }
 }

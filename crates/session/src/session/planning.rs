@@ -35,11 +35,11 @@ impl Session {
         let image = self
             .seen
             .frame_size
-            .filter(|_| self.cfg.with_image && self.cfg.deliberative_pixels > 0)
+            .filter(|_| self.cfg.limits.with_image && self.cfg.limits.deliberative_pixels > 0)
             .map(|size| crate::tactical::ImageWanted {
                 picture: crate::tactical::Picture::Frame,
-                pixels: self.cfg.deliberative_pixels,
-                size: size.fit_within(self.cfg.deliberative_pixels),
+                pixels: self.cfg.limits.deliberative_pixels,
+                size: size.fit_within(self.cfg.limits.deliberative_pixels),
             });
         let part = image.map(|i| gamepilot_context::ImagePart {
             mime: "image/png".into(),
@@ -253,8 +253,8 @@ impl Session {
     }
 
     pub(super) fn on_research(&mut self, r: ResearchFindings, now: MonoTime, out: &mut Vec<Effect>) {
-        for (source, retrieved, text) in r.excerpts.iter().take(self.cfg.research_max_excerpts) {
-            let text = bound_text(text, self.cfg.research_excerpt_max_bytes);
+        for (source, retrieved, text) in r.excerpts.iter().take(self.cfg.limits.research_max_excerpts) {
+            let text = bound_text(text, self.cfg.limits.research_excerpt_max_bytes);
             if let Ok(e) = ResearchExcerpt::new(source, retrieved, &text) {
                 self.context.add_research(e);
             }

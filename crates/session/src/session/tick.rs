@@ -7,10 +7,7 @@ impl Session {
     /// Start a tactical tick when none is running, nothing awaits verification or the user, a subgoal is
     /// active and the interval has passed.
     pub(super) fn maybe_start_tactical(&mut self, now: MonoTime, out: &mut Vec<Effect>) {
-        let due = self
-            .tactical
-            .last_start
-            .is_none_or(|t| now.since(t).as_millis() as u64 >= self.cfg.tactical_interval_ms);
+        let due = self.tactical.due(now, self.cfg.tactical_interval_ms);
         if self.tactical.in_flight.is_some()
             // While a second look judges whether the goal is done, or the next step's check is being
             // declared, nothing is acted on: the goal may be met; a step's check must be false when
@@ -22,8 +19,8 @@ impl Session {
             || self.gates.held.is_some()
             || self.gates.waiting().is_some()
             || self.host.restarting
-            || !self.actions.is_empty()
-            || (self.cfg.fresh_frames && !self.seen.freshness.ready_for_frame(now))
+            || !self.actions.is_idle()
+            || (self.cfg.behaviours.fresh_frames && !self.seen.freshness.ready_for_frame(now))
             || self.avatar.probe_running.is_some()
             || (self.state.active_subgoal().is_none()
                 && !self.needs_first_screen()
@@ -69,7 +66,7 @@ impl Session {
             tools.retain(|t| *t != Tool::Click);
             tools.push(Tool::MoveTo);
         }
-        if self.cfg.explore_unsure && tools.contains(&Tool::ClickMark) {
+        if self.cfg.behaviours.explore_unsure && tools.contains(&Tool::ClickMark) {
             tools.push(Tool::Unsure);
         }
         let perceive_only = self.avatar.selfid.probing()
@@ -94,21 +91,16 @@ impl Session {
                     && (self.cfg.grounding_paths.len() > 1 || path == Some(GroundingPath::Mark)) =>
             {
                 let key = crate::direct::step_key(&d);
-                let clicked: Vec<String> = self
-                    .tactical
-                    .direct_done
-                    .iter()
-                    .filter(|(k, _)| *k == key)
-                    .map(|(_, label)| label.clone())
-                    .collect();
+                let clicked = self.tactical.clicked_for(&key);
                 crate::direct::DirectAim {
                     name: crate::direct::named_element(&d).filter(|name| !clicked.contains(name)),
                     words: self
                         .cfg
+                        .behaviours
                         .direct_by_words
                         .then(|| crate::direct::clickable_words(&d))
                         .flatten(),
-                    clicked: if self.cfg.direct_by_words {
+                    clicked: if self.cfg.behaviours.direct_by_words {
                         clicked
                     } else {
                         Vec::new()
@@ -123,15 +115,17 @@ impl Session {
             tools,
             path,
             two_stage: path == Some(GroundingPath::TwoStage) && !perceive_only,
-            with_image: self.cfg.with_image,
-            visual_pixels: self.cfg.visual_pixels,
-            coords: if self.cfg.with_image {
-                self.cfg.coord_convention
-            } else {
-                gamepilot_core::CoordConvention::CapturePixels
+            shape: crate::effect::ObservationShape {
+                with_image: self.cfg.limits.with_image,
+                visual_pixels: self.cfg.limits.visual_pixels,
+                coords: if self.cfg.limits.with_image {
+                    self.cfg.coord_convention
+                } else {
+                    gamepilot_core::CoordConvention::CapturePixels
+                },
+                observation_max_bytes: self.cfg.limits.observation_max_bytes,
+                observation_max_elements: self.cfg.limits.observation_max_elements,
             },
-            observation_max_bytes: self.cfg.observation_max_bytes,
-            observation_max_elements: self.cfg.observation_max_elements,
             generation: self.seen.generation,
             health: self.seen.health,
             perceive_only,
@@ -141,9 +135,7 @@ impl Session {
                 self.context.plan().subgoal.as_deref().unwrap_or(""),
             ),
             avatar: self.avatar.selfid.avatar().cloned(),
-            direct: direct.name.clone(),
-            direct_words: direct.words.clone(),
-            direct_clicked: direct.clicked.clone(),
+            aim: direct.clone(),
             sensors: sensors_line(&self.numbers.sensors, &self.tactical.sensors_at_last_call),
         };
         self.tactical.in_flight = Some(TacticalInFlight {
@@ -161,8 +153,8 @@ impl Session {
     pub(super) fn estimate_prompt_tokens(&self, now: MonoTime) -> u32 {
         let obs = ObservationText::new(now, self.seen.observation.clone());
         let p = self.context.assemble(Cadence::Tactical, &obs, None);
-        let image = if self.cfg.with_image {
-            self.cfg.image_tokens
+        let image = if self.cfg.limits.with_image {
+            self.cfg.limits.image_tokens
         } else {
             0
         };
@@ -173,7 +165,7 @@ impl Session {
         let event = self
             .context
             .compact(CompactionInput::default(), tokens_before, now);
-        self.numbers.compactions += 1;
+        self.numbers.calls.compactions += 1;
         out.push(Effect::Record(SessionRecord::Compaction(event)));
     }
 
@@ -208,27 +200,23 @@ impl Session {
         let obs = &p.observation;
         // What the model reads: goal words first, then (avatar known) places nearest it.
         let order = crate::relevance::model_order(obs, &job.focus, job.avatar.as_ref());
-        let mut listing = obs.to_text_listing(&order, job.observation_max_elements);
+        let mut listing = obs.to_text_listing(&order, job.shape.observation_max_elements);
         if let Some(line) = &job.sensors {
             listing = format!("{listing}{line}\n");
         }
-        let observation_text = observation_for_model(&listing, job.health, job.observation_max_bytes);
+        let observation_text = observation_for_model(&listing, job.health, job.shape.observation_max_bytes);
         if self.deliberation.start_pass_waiting.is_some() {
             if self.goal.declarations.is_some() {
                 self.seen.elements = obs.elements.clone();
             }
-            self.seen.observation = bound_text(&observation_text, self.cfg.observation_max_bytes);
+            self.seen.observation = bound_text(&observation_text, self.cfg.limits.observation_max_bytes);
             if obs.frame_size.area() > 0 {
                 self.seen.frame_size = Some(obs.frame_size);
             }
             self.release_start_pass(now, out);
         }
         // The subgoal names the one element labelled so: the session clicks it without a model call.
-        let aim = crate::direct::DirectAim {
-            name: job.direct.clone(),
-            words: job.direct_words.clone(),
-            clicked: job.direct_clicked.clone(),
-        };
+        let aim = &job.aim;
         let direct = aim.target(obs, &job.excluded_marks).map(|(mark, _)| mark);
         // The subgoal asks to close what is open and nothing is labelled so: Escape, no model call.
         let dismiss = direct.is_none() && aim.dismisses(obs, &job.excluded_marks);
@@ -266,7 +254,7 @@ impl Session {
                 return self.end_tick(p, observation_text, None, None, Err(failure), now, out);
             }
         };
-        let visual = job.with_image.then_some(job.visual_pixels);
+        let visual = job.shape.with_image.then_some(job.shape.visual_pixels);
         let composed = if job.two_stage {
             crate::tactical::compose_localise(&self.context, p.tick, &p, visual).map(|c| (c, None))
         } else {
@@ -282,9 +270,9 @@ impl Session {
                 .map(|a| crate::selfid::move_targets(obs, a))
                 .unwrap_or_default();
             let (max_elements, health, max_bytes) = (
-                job.observation_max_elements,
+                job.shape.observation_max_elements,
                 job.health,
-                job.observation_max_bytes,
+                job.shape.observation_max_bytes,
             );
             crate::tactical::compose_act(
                 &self.context,
@@ -307,7 +295,7 @@ impl Session {
                     present: &present,
                     move_targets: &move_targets,
                     visual_pixels: visual,
-                    coords: job.coords,
+                    coords: job.shape.coords,
                     limits: &SchemaLimits::default(),
                 },
             )
@@ -342,7 +330,7 @@ impl Session {
         let Some(flight) = self.tick_in_flight(tick, "a model reply", out) else {
             return;
         };
-        let visual_pixels = flight.job.visual_pixels;
+        let visual_pixels = flight.job.shape.visual_pixels;
         let excluded_marks = flight.job.excluded_marks.clone();
         let Some(mut asking) = flight.asking.take() else {
             // The frame could not be perceived (capture or OCR failed): the tick ends with nothing seen.
@@ -444,7 +432,7 @@ impl Session {
                     asking.perception.started,
                     &c,
                     &tools,
-                    job.with_image.then_some(job.visual_pixels),
+                    job.shape.with_image.then_some(job.shape.visual_pixels),
                     &SchemaLimits::default(),
                 )
             });
@@ -516,7 +504,7 @@ impl Session {
         let scene = scene_kind(&t.observation);
         self.seen.scene = Some(scene);
         self.seen.print = ScreenPrint::of(&t.observation, scene);
-        let text = bound_text(&t.observation_text, self.cfg.observation_max_bytes);
+        let text = bound_text(&t.observation_text, self.cfg.limits.observation_max_bytes);
         self.seen.observation = text.clone();
         if t.observation.frame_size.area() > 0 {
             self.seen.frame_size = Some(t.observation.frame_size);
@@ -607,7 +595,7 @@ impl Session {
             }
             return self.step_back(&t.observation, scene, generation, now, out);
         }
-        if let Some(aim) = unfinished.filter(|_| self.actions.is_empty()) {
+        if let Some(aim) = unfinished.filter(|_| self.actions.is_idle()) {
             // The step whose check read true was completed by it: the click needs a subgoal to belong to.
             if self.adopt_goal_as_subgoal(true, now, out) {
                 // The marks the aim was found among: a refuted mark stays excluded.
@@ -650,22 +638,25 @@ impl Session {
         let reply = match t.reply {
             Ok(r) => r,
             Err(f) => {
-                self.numbers.tactical_failures += 1;
+                self.numbers.calls.tactical_failures += 1;
                 self.context.record(HistoryEntry::new(
                     now,
                     "(model call)",
                     format!("failed: {}", f.message),
                 ));
                 if f.kind == FailureKind::SchemaBroken {
-                    self.numbers.schema_violations += 1;
+                    self.numbers.calls.schema_violations += 1;
                 }
                 match self.host.failed(&f, now) {
                     HostVerdict::GoOn => {}
                     HostVerdict::Shrink => {
-                        let tokens = self.estimate_prompt_tokens(now).max(self.cfg.context_tokens);
+                        let tokens = self
+                            .estimate_prompt_tokens(now)
+                            .max(self.cfg.limits.context_tokens);
                         self.compact(tokens, now, out);
                         // The host's count is higher than our estimate: shrink what we send.
-                        self.cfg.observation_max_bytes = (self.cfg.observation_max_bytes / 2).max(400);
+                        self.cfg.limits.observation_max_bytes =
+                            (self.cfg.limits.observation_max_bytes / 2).max(400);
                     }
                     HostVerdict::Stop(stop) => self.finish(stop, out),
                 }

@@ -44,7 +44,7 @@ pub fn session_tools(camera_calibrated: bool) -> Vec<Tool> {
 /// session explores for an unsure model.
 pub fn tools_for(cfg: &SessionConfig) -> Vec<Tool> {
     let mut tools = session_tools(cfg.camera_calibrated);
-    if cfg.explore_unsure {
+    if cfg.behaviours.explore_unsure {
         tools.push(Tool::Unsure);
     }
     tools

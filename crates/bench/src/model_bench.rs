@@ -2,7 +2,7 @@
 //! tactical calls as `run` makes them — the demo's goal and plan, observations of consecutive real
 //! frames in `run`'s order, each prompt extending the last one sent — timed against a real host.
 
-use crate::RuntimeError;
+use crate::BenchError;
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_session::bench_context::{BenchContext, DEMO_GOAL, DEMO_SUBGOAL};
@@ -67,7 +67,7 @@ pub fn measure(
     calls: usize,
     max_tokens: u32,
     context_tokens: u32,
-) -> Result<BenchFigures, RuntimeError> {
+) -> Result<BenchFigures, BenchError> {
     let focus = Focus::new(DEMO_GOAL, DEMO_SUBGOAL);
     let mut ctx = BenchContext::for_scene(matches!(scene, BenchScene::Synthetic), context_tokens)?;
     let cancel = CancelToken::new();

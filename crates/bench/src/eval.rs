@@ -3,7 +3,7 @@
 //! for the point's goal (the same context, tools and schema), ask the model host, and score the reply
 //! with `gamepilot_session::eval`.
 
-use crate::RuntimeError;
+use crate::BenchError;
 use gamepilot_core::{ElementId, MonoTime, Size};
 use gamepilot_model::{CancelToken, ChatRequest, HostClient};
 use gamepilot_session::eval::survey_choice;
@@ -29,7 +29,7 @@ pub struct EvalSetup<'a> {
 }
 
 /// A saved frame perceived as the tactical thread perceives it (PP-OCR, elements, stable ids).
-pub fn perceive_image(path: &Path) -> Result<(gamepilot_vision::Observation, Size), RuntimeError> {
+pub fn perceive_image(path: &Path) -> Result<(gamepilot_vision::Observation, Size), BenchError> {
     let mut ocr = gamepilot_ocr::default_engine()?;
     perceive_with(&mut ocr, path)
 }
@@ -37,7 +37,7 @@ pub fn perceive_image(path: &Path) -> Result<(gamepilot_vision::Observation, Siz
 fn perceive_with(
     ocr: &mut impl Ocr,
     path: &Path,
-) -> Result<(gamepilot_vision::Observation, Size), RuntimeError> {
+) -> Result<(gamepilot_vision::Observation, Size), BenchError> {
     perceive_next(ocr, &mut Perceiver::new(), path, MonoTime::ZERO)
 }
 
@@ -46,8 +46,8 @@ fn perceive_next(
     perceiver: &mut Perceiver,
     path: &Path,
     at: MonoTime,
-) -> Result<(gamepilot_vision::Observation, Size), RuntimeError> {
-    let frame = crate::load_image(path)?;
+) -> Result<(gamepilot_vision::Observation, Size), BenchError> {
+    let frame = gamepilot_runtime::load_image(path)?;
     let view = frame.view();
     let class = perceiver.classify_view(&view).class;
     let texts = ocr.recognize(&view, view.bounds()).unwrap_or_default();
@@ -60,7 +60,7 @@ fn perceive_next(
 pub fn perceive_sequence(
     paths: &[std::path::PathBuf],
     step: std::time::Duration,
-) -> Result<Vec<(gamepilot_vision::Observation, Size)>, RuntimeError> {
+) -> Result<Vec<(gamepilot_vision::Observation, Size)>, BenchError> {
     let mut ocr = gamepilot_ocr::default_engine()?;
     let mut perceiver = Perceiver::new();
     let mut at = MonoTime::ZERO;
@@ -77,9 +77,9 @@ pub fn perceive_sequence(
 pub fn text_for_model(obs: &gamepilot_vision::Observation, focus: &Focus, cfg: &SessionConfig) -> String {
     let order = gamepilot_session::relevance::model_order(obs, focus, None);
     observation_for_model(
-        &obs.to_text_listing(&order, cfg.observation_max_elements),
+        &obs.to_text_listing(&order, cfg.limits.observation_max_elements),
         Default::default(),
-        cfg.observation_max_bytes,
+        cfg.limits.observation_max_bytes,
     )
 }
 
@@ -89,7 +89,7 @@ pub fn evaluate(
     setup: &EvalSetup<'_>,
     points: &[DecisionPoint],
     mut progress: impl FnMut(&PointResult),
-) -> Result<Vec<PointResult>, RuntimeError> {
+) -> Result<Vec<PointResult>, BenchError> {
     let mut ocr = gamepilot_ocr::default_engine()?;
     let cancel = CancelToken::new();
     let mut out = Vec::with_capacity(points.len());
@@ -124,7 +124,7 @@ pub fn evaluate(
         };
         let subgoal = point.before.as_ref().map_or("", |b| b.subgoal.as_str());
         let text = text_for_model(obs, &Focus::new(point.goal.clone(), subgoal), &cfg);
-        let session = Session::new(cfg, MonoTime::ZERO).map_err(|e| RuntimeError::Eval(e.to_string()))?;
+        let session = Session::new(cfg, MonoTime::ZERO).map_err(|e| BenchError::Eval(e.to_string()))?;
         let prompt = match &point.before {
             // A goal-directed point: the plan and the actions tried, each named from its own frame.
             Some(before) => {
@@ -224,7 +224,7 @@ fn reply_text(reply: &TacticalReply) -> String {
 }
 
 /// One point's prompt as text: the point's id, then each message's role and content.
-fn write_prompt(dir: &Path, index: usize, id: &str, chat: &ChatRequest) -> Result<(), RuntimeError> {
+fn write_prompt(dir: &Path, index: usize, id: &str, chat: &ChatRequest) -> Result<(), BenchError> {
     let mut text = format!("# {id}\n");
     for m in &chat.messages {
         let role = m.get("role").and_then(|r| r.as_str()).unwrap_or("?");
@@ -237,7 +237,7 @@ fn write_prompt(dir: &Path, index: usize, id: &str, chat: &ChatRequest) -> Resul
     }
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(dir.join(format!("{index:03}.txt")), text))
-        .map_err(|e| RuntimeError::Eval(format!("writing the prompt of {id} to {}: {e}", dir.display())))
+        .map_err(|e| BenchError::Eval(format!("writing the prompt of {id} to {}: {e}", dir.display())))
 }
 
 /// Score every declaration point the way `run` declares a goal check with no `--goal-check`: a fresh
@@ -250,17 +250,19 @@ pub fn evaluate_declarations(
     setup: &EvalSetup<'_>,
     points: &[gamepilot_session::eval::DeclarationPoint],
     mut progress: impl FnMut(&PointResult),
-) -> Result<Vec<PointResult>, RuntimeError> {
+) -> Result<Vec<PointResult>, BenchError> {
     use gamepilot_session::{Effect, Input, Perception, PlanOutcome, ReflexCommand};
     let mut ocr = gamepilot_ocr::default_engine()?;
-    let mut digits = crate::sensor_worker::SensorWorker::spawn(crate::sensor_worker::OcrDigits::new)?;
+    let mut digits = gamepilot_runtime::sensor_worker::SensorWorker::spawn(
+        gamepilot_runtime::sensor_worker::OcrDigits::new,
+    )?;
     let cancel = CancelToken::new();
     let mut out = Vec::with_capacity(points.len());
     for point in points {
         let before_path = setup.frames.join(&point.before);
         let (obs, size) = perceive_with(&mut ocr, &before_path)?;
-        let before = crate::load_image(&before_path)?;
-        let after = crate::load_image(&setup.frames.join(&point.after))?;
+        let before = gamepilot_runtime::load_image(&before_path)?;
+        let after = gamepilot_runtime::load_image(&setup.frames.join(&point.after))?;
         let cfg = SessionConfig {
             goal: point.goal.clone(),
             postconditions: Vec::new(),
@@ -271,7 +273,7 @@ pub fn evaluate_declarations(
             }),
             ..SessionConfig::default()
         };
-        let mut session = Session::new(cfg, MonoTime::ZERO).map_err(|e| RuntimeError::Eval(e.to_string()))?;
+        let mut session = Session::new(cfg, MonoTime::ZERO).map_err(|e| BenchError::Eval(e.to_string()))?;
         // The first screen is perceived (no model call), then the start pass is composed from it.
         let mut effects = session.step(Input::Start, MonoTime::ZERO);
         let tick = effects.iter().find_map(|e| match e {
@@ -295,22 +297,34 @@ pub fn evaluate_declarations(
             _ => None,
         });
         let Some(job) = job else {
-            return Err(RuntimeError::Eval(format!(
+            return Err(BenchError::Eval(format!(
                 "{}: the declaring session composed no start pass",
                 point.id
             )));
         };
-        let request = crate::deliberative::DeliberationRequest { job, image: None };
+        let request = gamepilot_runtime::deliberative::DeliberationRequest { job, image: None };
         if let Some(dir) = setup.prompts {
             let chat = ChatRequest::from_prompt(setup.model_name, &request.job.prompt, 256);
             write_prompt(dir, out.len(), &point.id, &chat)?;
         }
-        let post = crate::deliberative::Postconditions { sources: Vec::new() };
-        let mut d = crate::deliberative::deliberate(setup.client, setup.model_name, &post, &request, &cancel);
+        let post = gamepilot_runtime::deliberative::Postconditions { sources: Vec::new() };
+        let mut d = gamepilot_runtime::deliberative::deliberate(
+            setup.client,
+            setup.model_name,
+            &post,
+            &request,
+            &cancel,
+        );
         if d.value.is_none() {
             // A host that did not answer (a cold first prompt on a busy machine) is asked once more: the
             // point scores the model's choice, not the host's start.
-            d = crate::deliberative::deliberate(setup.client, setup.model_name, &post, &request, &cancel);
+            d = gamepilot_runtime::deliberative::deliberate(
+                setup.client,
+                setup.model_name,
+                &post,
+                &request,
+                &cancel,
+            );
         }
         let valid = d.value.is_some();
         let host_error = d.plan.as_ref().err().filter(|_| !valid).cloned();
@@ -373,10 +387,10 @@ fn read_check(
     declared: Size,
     before: &gamepilot_core::Frame,
     after: &gamepilot_core::Frame,
-    digits: &mut crate::sensor_worker::SensorWorker,
-) -> Result<(Option<bool>, Option<bool>), RuntimeError> {
-    let compiled = crate::declared::compile(source, Some(goal), &[])
-        .map_err(|e| RuntimeError::Eval(format!("the declared sensors do not compile: {e}")))?;
+    digits: &mut gamepilot_runtime::sensor_worker::SensorWorker,
+) -> Result<(Option<bool>, Option<bool>), BenchError> {
+    let compiled = gamepilot_runtime::declared::compile(source, Some(goal), &[])
+        .map_err(|e| BenchError::Eval(format!("the declared sensors do not compile: {e}")))?;
     let Some(expr) = compiled.goal else {
         return Ok((None, None));
     };
@@ -384,7 +398,7 @@ fn read_check(
     let chain_of = |f: &gamepilot_core::Frame| {
         gamepilot_core::TransformChain::new(gamepilot_core::Point::new(0, 0), Size::new(f.width, f.height))
     };
-    for note in crate::declared::cut_templates(
+    for note in gamepilot_runtime::declared::cut_templates(
         &mut atlas,
         Some(before),
         templates,

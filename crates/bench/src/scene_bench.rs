@@ -5,7 +5,7 @@
 //! calls go to the hosts, and its actions are taken as accepted and confirmed (the recorded world moves on
 //! regardless: an open-loop replay of perception, a closed loop of decisions).
 
-use crate::RuntimeError;
+use crate::BenchError;
 use gamepilot_core::{FrameChange, MonoTime};
 use gamepilot_executor::ActionEnd;
 use gamepilot_model::{CancelToken, HostClient};
@@ -108,11 +108,11 @@ pub fn replay_scenes(
     start: MonoTime,
     recorded: Vec<(u64, Input)>,
     hosts: &SceneHosts<'_>,
-) -> Result<SceneFigures, RuntimeError> {
+) -> Result<SceneFigures, BenchError> {
     // Today's behaviour, whatever the recording's version chose.
     let defaults = SessionConfig::default();
-    cfg.act_while_planning = defaults.act_while_planning;
-    cfg.fresh_frames = defaults.fresh_frames;
+    cfg.behaviours.act_while_planning = defaults.behaviours.act_while_planning;
+    cfg.behaviours.fresh_frames = defaults.behaviours.fresh_frames;
     cfg.loop_cfg.start_pass_sees_first_screen = defaults.loop_cfg.start_pass_sees_first_screen;
     let post = Postconditions {
         sources: cfg.postconditions.clone(),
@@ -193,7 +193,7 @@ impl Replay<'_> {
                     Effect::CallModel(call) => {
                         let on_screen = self.screen.as_mut().map(|s| s.called = true).is_some();
                         let began = Instant::now();
-                        let report = crate::tactical::carry_call(
+                        let report = gamepilot_runtime::tactical::carry_call(
                             self.hosts.tactical,
                             self.hosts.model_name,
                             96,
@@ -224,10 +224,11 @@ impl Replay<'_> {
                     }
                     Effect::StartDeliberation(job) => {
                         let began = Instant::now();
-                        let request = crate::deliberative::DeliberationRequest { job, image: None };
+                        let request =
+                            gamepilot_runtime::deliberative::DeliberationRequest { job, image: None };
                         // The deliberative host runs beside the tactical one in `run`; here it is timed on
                         // its own, and the session is told after the time it took.
-                        let d = crate::deliberative::deliberate(
+                        let d = gamepilot_runtime::deliberative::deliberate(
                             self.hosts.deliberative,
                             self.hosts.model_name,
                             &self.post,
@@ -303,19 +304,19 @@ pub const MAX_GAP: Duration = Duration::from_secs(2);
 pub struct ReflexProbe {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<Vec<f64>>,
-    pub scheduling: crate::worker::ReflexScheduling,
+    pub scheduling: gamepilot_runtime::worker::ReflexScheduling,
 }
 
 impl ReflexProbe {
-    pub fn start() -> Result<ReflexProbe, RuntimeError> {
+    pub fn start() -> Result<ReflexProbe, BenchError> {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("reflex-probe".into())
             .spawn(move || {
-                let _ = tx.send(crate::worker::raise_reflex_priority());
-                let mut ticker = crate::guardian_handle::Ticker::new(60);
+                let _ = tx.send(gamepilot_runtime::worker::raise_reflex_priority());
+                let mut ticker = gamepilot_runtime::guardian_handle::Ticker::new(60);
                 let mut late = Vec::new();
                 while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                     ticker.wait();
@@ -323,8 +324,10 @@ impl ReflexProbe {
                 }
                 late
             })
-            .map_err(|e| RuntimeError::io("spawning the reflex probe", e))?;
-        let scheduling = rx.recv().unwrap_or(crate::worker::ReflexScheduling::Normal);
+            .map_err(|e| BenchError::io("spawning the reflex probe", e))?;
+        let scheduling = rx
+            .recv()
+            .unwrap_or(gamepilot_runtime::worker::ReflexScheduling::Normal);
         Ok(ReflexProbe {
             stop,
             thread,

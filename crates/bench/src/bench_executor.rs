@@ -4,12 +4,12 @@
 //!
 //! The latency parts drive a real `gamepilot act` against a window this command creates on the display.
 
-use crate::RuntimeError;
-use crate::Ticker;
+use crate::BenchError;
 use gamepilot_core::action::Intention;
 use gamepilot_core::{Keysym, MonoTime, Point, Size, TransformChain};
 use gamepilot_executor::{Executor, ExecutorConfig, SubmitContext, TickInput};
 use gamepilot_guardian::{monotonic_us, send_signal, SharedState, Signal};
+use gamepilot_runtime::Ticker;
 use gamepilot_x11::input::{DryRunSink, InputSink, XTestInput};
 use gamepilot_x11::X11;
 use std::process::{Child, Command, Stdio};
@@ -30,8 +30,8 @@ pub struct BenchArgs {
     pub reps: usize,
 }
 
-fn bench_err(what: impl std::fmt::Display) -> RuntimeError {
-    RuntimeError::WorkerStart(format!("bench executor: {what}"))
+fn bench_err(what: impl std::fmt::Display) -> BenchError {
+    BenchError::WorkerStart(format!("bench executor: {what}"))
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -57,7 +57,7 @@ const EIGHT: [&str; 8] = [
     r#"{"action":"camera","dx":4000,"dy":300,"duration_ms":9000}"#,
 ];
 
-fn eight(now: MonoTime, chain: TransformChain) -> Result<Executor, RuntimeError> {
+fn eight(now: MonoTime, chain: TransformChain) -> Result<Executor, BenchError> {
     let mut ex = Executor::new(ExecutorConfig {
         max_actions_per_s: 100,
         ..Default::default()
@@ -74,7 +74,7 @@ fn eight(now: MonoTime, chain: TransformChain) -> Result<Executor, RuntimeError>
     Ok(ex)
 }
 
-fn tick_cost(ticks: usize) -> Result<Vec<f64>, RuntimeError> {
+fn tick_cost(ticks: usize) -> Result<Vec<f64>, BenchError> {
     let chain = TransformChain::new(Point::new(0, 0), Size::new(1280, 720));
     let mut ex = eight(MonoTime::ZERO, chain)?;
     let mut t = 0u64;
@@ -101,7 +101,7 @@ fn tick_cost(ticks: usize) -> Result<Vec<f64>, RuntimeError> {
 }
 
 /// The act loop's schedule at 60 Hz with the executor, a dry-run sink and the shared-page publish per tick.
-fn lateness(seconds: u64) -> Result<Vec<f64>, RuntimeError> {
+fn lateness(seconds: u64) -> Result<Vec<f64>, BenchError> {
     let chain = TransformChain::new(Point::new(0, 0), Size::new(1280, 720));
     let (shm, _fd) = SharedState::create_memfd(std::process::id())?;
     let start = Instant::now();
@@ -136,7 +136,7 @@ struct Target {
     w_code: u8,
 }
 
-fn make_target(display: &str) -> Result<Target, RuntimeError> {
+fn make_target(display: &str) -> Result<Target, BenchError> {
     let x = X11::connect(Some(display))?;
     let input = XTestInput::new(&x)?;
     let win = x.conn.generate_id().map_err(gamepilot_x11::X11Error::from)?;
@@ -182,14 +182,13 @@ fn make_target(display: &str) -> Result<Target, RuntimeError> {
 }
 
 impl Target {
-    fn agent_holds(&self) -> Result<bool, RuntimeError> {
+    fn agent_holds(&self) -> Result<bool, BenchError> {
         let h = self.x.server_held()?;
         Ok(h.keycodes.contains(&self.w_code) || h.buttons.contains(&1))
     }
 
-    fn start_act(&self, display: &str, script: &std::path::Path) -> Result<Child, RuntimeError> {
-        let exe =
-            std::env::current_exe().map_err(|e| RuntimeError::io("locating the gamepilot binary", e))?;
+    fn start_act(&self, display: &str, script: &std::path::Path) -> Result<Child, BenchError> {
+        let exe = std::env::current_exe().map_err(|e| BenchError::io("locating the gamepilot binary", e))?;
         let child = Command::new(exe)
             .args([
                 "act",
@@ -204,7 +203,7 @@ impl Target {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| RuntimeError::io("starting gamepilot act", e))?;
+            .map_err(|e| BenchError::io("starting gamepilot act", e))?;
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let h = self.x.server_held()?;
@@ -219,7 +218,7 @@ impl Target {
     }
 
     /// Microseconds from `t0` until the agent's inputs are released (polling the server's key state).
-    fn released_after(&self, t0: Instant, limit: Duration) -> Result<f64, RuntimeError> {
+    fn released_after(&self, t0: Instant, limit: Duration) -> Result<f64, BenchError> {
         loop {
             if !self.agent_holds()? {
                 return Ok(t0.elapsed().as_secs_f64() * 1e3);
@@ -255,7 +254,7 @@ fn latency(
     script: &std::path::Path,
     kind: Kind,
     reps: usize,
-) -> Result<Vec<f64>, RuntimeError> {
+) -> Result<Vec<f64>, BenchError> {
     let ctrl = t.input.locate(Keysym(0xffe3))?.keycode;
     let pause = t.input.locate(Keysym(0xff13))?.keycode;
     let mut out = Vec::new();
@@ -295,7 +294,7 @@ fn latency(
 }
 
 /// Measure and print the figures (stdout).
-pub fn bench(args: BenchArgs) -> Result<i32, RuntimeError> {
+pub fn bench(args: BenchArgs) -> Result<i32, BenchError> {
     println!("executor bench");
     let c = tick_cost(args.ticks)?;
     let mean = c.iter().sum::<f64>() / c.len().max(1) as f64;
@@ -326,7 +325,7 @@ pub fn bench(args: BenchArgs) -> Result<i32, RuntimeError> {
         &script,
         "{\"action\":\"hold_key\",\"key\":\"w\",\"duration_ms\":9000}\n{\"action\":\"hold_button\",\"button\":\"left\",\"duration_ms\":9000}\n",
     )
-    .map_err(|e| RuntimeError::io("writing the bench script", e))?;
+    .map_err(|e| BenchError::io("writing the bench script", e))?;
     for (kind, name, budget) in [
         (
             Kind::Panic,
