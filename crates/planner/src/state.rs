@@ -356,6 +356,22 @@ pub struct LoopState {
     goal: String,
     plan: Option<Plan>,
     next_plan: u64,
+    /// The plan is the goal itself, acted on while a pass plans ([`Event::Provisional`]).
+    provisional: bool,
+    passes: Passes,
+    tactical_tick: u64,
+    scene: String,
+    signature: u64,
+    judging: Judging,
+    stuck: Stuck,
+    in_flight: BTreeMap<ActionId, InFlight>,
+    actions_executed: u64,
+    stopped: Option<StopReason>,
+}
+
+/// The deliberative passes: the one running, the trigger waiting for it, when the last ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Passes {
     deliberating: Option<Pass>,
     pending_trigger: Option<Trigger>,
     next_pass: u64,
@@ -363,16 +379,22 @@ pub struct LoopState {
     last_scene_trigger: Option<MonoTime>,
     /// A reflex tick has been seen (the first frame is not a change of scene when the start pass sees it).
     seen_frame: bool,
-    /// The plan is the goal itself, acted on while a pass plans ([`Event::Provisional`]).
-    provisional: bool,
-    tactical_tick: u64,
-    scene: String,
-    signature: u64,
+}
+
+/// How actions are judged: verification, suppression of refuted targets, the grounding paths' record,
+/// failure causes and verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Judging {
     verifier: Verifier,
     suppressor: Suppressor,
     paths: PathStats,
     histogram: FailureHistogram,
     verdicts: VerdictCounts,
+}
+
+/// No progress and what it leads to: the detectors, the escalation ladder and what its rungs remember.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Stuck {
     detectors: Detectors,
     ladder: Ladder,
     /// The safe-state rung has worked since the last progress toward the goal (a subgoal completed, the
@@ -380,9 +402,6 @@ pub struct LoopState {
     safe_state_spent: bool,
     avoid_key: Option<String>,
     last_key: Option<String>,
-    in_flight: BTreeMap<ActionId, InFlight>,
-    actions_executed: u64,
-    stopped: Option<StopReason>,
     #[serde(default)]
     stuck_log: Vec<(MonoTime, StuckSignal)>,
 }
@@ -395,30 +414,36 @@ impl LoopState {
             goal: String::new(),
             plan: None,
             next_plan: 1,
-            deliberating: None,
-            pending_trigger: None,
-            next_pass: 1,
-            last_pass_end: MonoTime::ZERO,
-            last_scene_trigger: None,
-            seen_frame: false,
             provisional: false,
+            passes: Passes {
+                deliberating: None,
+                pending_trigger: None,
+                next_pass: 1,
+                last_pass_end: MonoTime::ZERO,
+                last_scene_trigger: None,
+                seen_frame: false,
+            },
             tactical_tick: 0,
             scene: String::new(),
             signature: 0,
-            verifier: Verifier::new(),
-            suppressor: Suppressor::new(cfg.suppress_ticks, cfg.suppress_radius_px),
-            paths: PathStats::new(cfg.path_min_trials),
-            histogram: FailureHistogram::new(),
-            verdicts: VerdictCounts::default(),
-            detectors: Detectors::new(cfg.signals),
-            ladder: Ladder::default(),
-            safe_state_spent: false,
-            avoid_key: None,
-            last_key: None,
+            judging: Judging {
+                verifier: Verifier::new(),
+                suppressor: Suppressor::new(cfg.suppress_ticks, cfg.suppress_radius_px),
+                paths: PathStats::new(cfg.path_min_trials),
+                histogram: FailureHistogram::new(),
+                verdicts: VerdictCounts::default(),
+            },
+            stuck: Stuck {
+                detectors: Detectors::new(cfg.signals),
+                ladder: Ladder::default(),
+                safe_state_spent: false,
+                avoid_key: None,
+                last_key: None,
+                stuck_log: Vec::new(),
+            },
             in_flight: BTreeMap::new(),
             actions_executed: 0,
             stopped: None,
-            stuck_log: Vec::new(),
         }
     }
 
@@ -436,24 +461,24 @@ impl LoopState {
         self.plan.as_ref().and_then(|p| p.active()).map(|s| s.spec.id)
     }
     pub fn deliberating(&self) -> Option<u64> {
-        self.deliberating.map(|p| p.pass)
+        self.passes.deliberating.map(|p| p.pass)
     }
     pub fn histogram(&self) -> &FailureHistogram {
-        &self.histogram
+        &self.judging.histogram
     }
     pub fn path_stats(&self) -> &PathStats {
-        &self.paths
+        &self.judging.paths
     }
     pub fn verdict_counts(&self) -> VerdictCounts {
-        self.verdicts
+        self.judging.verdicts
     }
     pub fn rung(&self) -> Option<Rung> {
-        self.ladder.current()
+        self.stuck.ladder.current()
     }
     /// On the alternative-action rung: the action (its key) that did not help and is refused meanwhile.
     pub fn refused_action(&self) -> Option<&str> {
-        (self.ladder.current() == Some(Rung::AlternativeAction))
-            .then_some(self.avoid_key.as_deref())
+        (self.stuck.ladder.current() == Some(Rung::AlternativeAction))
+            .then_some(self.stuck.avoid_key.as_deref())
             .flatten()
     }
     pub fn stopped(&self) -> Option<StopReason> {
@@ -474,21 +499,21 @@ impl LoopState {
             subgoal: active.map(|s| s.spec.id),
             subgoal_description: active.map(|s| s.spec.description.clone()),
             subgoal_actions: active.map(|s| s.actions).unwrap_or(0),
-            deliberating: self.deliberating.map(|p| p.pass),
-            rung: self.ladder.current(),
-            verdicts: self.verdicts,
-            failures: self.histogram,
-            refuted_run: self.detectors.refuted_run(),
-            recent_stuck: self.stuck_log.clone(),
-            suppressed: self.suppressor.active(self.tactical_tick).len(),
-            pending_verifications: self.verifier.pending().len(),
+            deliberating: self.passes.deliberating.map(|p| p.pass),
+            rung: self.stuck.ladder.current(),
+            verdicts: self.judging.verdicts,
+            failures: self.judging.histogram,
+            refuted_run: self.stuck.detectors.refuted_run(),
+            recent_stuck: self.stuck.stuck_log.clone(),
+            suppressed: self.judging.suppressor.active(self.tactical_tick).len(),
+            pending_verifications: self.judging.verifier.pending().len(),
             actions_executed: self.actions_executed,
             stopped: self.stopped,
         }
     }
 
     pub fn is_suppressed(&self, target: &Target) -> bool {
-        self.suppressor.is_suppressed(target, self.tactical_tick)
+        self.judging.suppressor.is_suppressed(target, self.tactical_tick)
     }
 
     /// Feed one event; returns the decisions, in order.
@@ -498,23 +523,23 @@ impl LoopState {
     /// neither spent nor taken for the agent's lack of progress.
     pub fn resume_after_pause(&mut self, paused: Duration) {
         let shift = |t: &mut MonoTime| *t = t.plus(paused);
-        self.last_pass_end = self.last_pass_end.plus(paused);
+        self.passes.last_pass_end = self.passes.last_pass_end.plus(paused);
         let subgoal_starts = self
             .plan
             .iter_mut()
             .flat_map(|p| p.subgoals.iter_mut())
             .map(|s| &mut s.started_at);
-        for t in [&mut self.started, &mut self.last_scene_trigger]
+        for t in [&mut self.started, &mut self.passes.last_scene_trigger]
             .into_iter()
             .chain(subgoal_starts)
         {
             t.as_mut().into_iter().for_each(shift);
         }
-        if let Some(p) = self.deliberating.as_mut() {
+        if let Some(p) = self.passes.deliberating.as_mut() {
             shift(&mut p.started);
         }
-        self.detectors.shift_clocks(paused);
-        self.ladder.shift_clock(paused);
+        self.stuck.detectors.shift_clocks(paused);
+        self.stuck.ladder.shift_clock(paused);
     }
 
     pub fn step(&mut self, event: Event, now: MonoTime) -> Vec<Command> {
@@ -545,7 +570,7 @@ impl LoopState {
         match event {
             Event::Start { goal } => {
                 self.goal = goal;
-                self.last_pass_end = now;
+                self.passes.last_pass_end = now;
                 self.request_pass(Trigger::Start, now, &mut out);
             }
             Event::ReflexTick {
@@ -560,8 +585,9 @@ impl LoopState {
                 self.tactical_tick += 1;
                 self.scene = scene;
                 self.signature = signature;
-                self.suppressor.expire(self.tactical_tick);
+                self.judging.suppressor.expire(self.tactical_tick);
                 let targets: Vec<Target> = self
+                    .judging
                     .suppressor
                     .active(self.tactical_tick)
                     .into_iter()
@@ -576,7 +602,7 @@ impl LoopState {
                 scene,
                 offered,
             } => {
-                let path = self.paths.choose(&scene, &offered).ok();
+                let path = self.judging.paths.choose(&scene, &offered).ok();
                 out.push(Command::UsePath { request, path });
             }
             Event::ActionProposed {
@@ -588,19 +614,19 @@ impl LoopState {
                 settle_ms,
             } => self.on_proposed(now, action, key, target, path, expected, settle_ms, &mut out),
             Event::ActionFailed { action, .. } => {
-                if self.verifier.cancel(action) {
+                if self.judging.verifier.cancel(action) {
                     self.in_flight.remove(&action);
                     out.push(Command::Verdict {
                         action,
                         verdict: Verdict::Inconclusive,
                     });
-                    self.verdicts.inconclusive += 1;
-                    self.histogram.record(FailureCause::Execution);
+                    self.judging.verdicts.inconclusive += 1;
+                    self.judging.histogram.record(FailureCause::Execution);
                     out.push(Command::Failure {
                         action: Some(action),
                         cause: FailureCause::Execution,
                     });
-                    let fired = self.detectors.on_verdict(Verdict::Inconclusive);
+                    let fired = self.stuck.detectors.on_verdict(Verdict::Inconclusive);
                     self.on_signals(now, fired, &mut out);
                 }
             }
@@ -609,7 +635,7 @@ impl LoopState {
                 evidence,
                 facts,
             } => {
-                match self.verifier.observe(action, &evidence, now) {
+                match self.judging.verifier.observe(action, &evidence, now) {
                     Ok(Some(v)) => self.on_verdict(now, action, v, facts, &mut out),
                     Ok(None) => {
                         if let Some(f) = self.in_flight.get_mut(&action) {
@@ -628,30 +654,33 @@ impl LoopState {
             }
             Event::DeliberationDone { pass, plan } => self.on_pass_done(now, pass, plan, &mut out),
             Event::Provisional { plan } => {
-                if self.active_subgoal().is_none() && self.deliberating.is_some() && plan.validate().is_ok() {
+                if self.active_subgoal().is_none()
+                    && self.passes.deliberating.is_some()
+                    && plan.validate().is_ok()
+                {
                     self.adopt(now, plan, &mut out);
                     self.provisional = true;
                 }
             }
             Event::DeliberationFailed { pass, .. } => {
-                if let Some(p) = self.deliberating.filter(|p| p.pass == pass) {
-                    self.deliberating = None;
-                    self.last_pass_end = now;
-                    if self.ladder.current() == Some(Rung::Replan) || self.rung_pass(p.trigger) {
+                if let Some(p) = self.passes.deliberating.filter(|p| p.pass == pass) {
+                    self.passes.deliberating = None;
+                    self.passes.last_pass_end = now;
+                    if self.stuck.ladder.current() == Some(Rung::Replan) || self.rung_pass(p.trigger) {
                         self.rung_failed(now, &mut out);
                     }
                     self.start_pending(now, &mut out);
                 }
             }
             Event::RungFailed { rung, .. } => {
-                if self.ladder.current() == Some(rung) {
+                if self.stuck.ladder.current() == Some(rung) {
                     self.rung_failed(now, &mut out);
                 }
             }
             Event::RungDone { rung, .. } => {
-                if self.ladder.current() == Some(rung) {
-                    self.detectors.restart(now);
-                    if rung == Rung::SafeState && self.safe_state_spent {
+                if self.stuck.ladder.current() == Some(rung) {
+                    self.stuck.detectors.restart(now);
+                    if rung == Rung::SafeState && self.stuck.safe_state_spent {
                         // Back on the safe screen a second time with no progress since the first: another
                         // cycle would repeat the last one until a budget ends it. The game is left on the
                         // safe screen and the ladder stops and notifies.
@@ -670,7 +699,7 @@ impl LoopState {
 
     /// Checks every event makes: closing verification windows, budgets, the timer trigger, rung timeout.
     fn housekeeping(&mut self, now: MonoTime, started: MonoTime, out: &mut Vec<Command>) {
-        for (action, verdict) in self.verifier.expire(now) {
+        for (action, verdict) in self.judging.verifier.expire(now) {
             let mut facts = self.in_flight.get(&action).map(|f| f.facts).unwrap_or_default();
             facts.evidence_undefined |= verdict == Verdict::Inconclusive;
             self.on_verdict(now, action, verdict, facts, out);
@@ -683,13 +712,14 @@ impl LoopState {
             return;
         }
         self.check_subgoal_budget(now, false, out);
-        if self.deliberating.is_none()
+        if self.passes.deliberating.is_none()
             && self.started.is_some()
-            && now.since(self.last_pass_end) >= Duration::from_millis(self.cfg.deliberation_interval_ms)
+            && now.since(self.passes.last_pass_end)
+                >= Duration::from_millis(self.cfg.deliberation_interval_ms)
         {
             self.request_pass(Trigger::Timer, now, out);
         }
-        if let Some(since) = self.ladder.since() {
+        if let Some(since) = self.stuck.ladder.since() {
             if now.since(since) >= Duration::from_millis(self.cfg.rung_timeout_ms) {
                 self.rung_failed(now, out);
             }
@@ -711,13 +741,14 @@ impl LoopState {
             self.stop(StopReason::GoalMet, out);
             return;
         }
-        let first_frame = !std::mem::replace(&mut self.seen_frame, true);
+        let first_frame = !std::mem::replace(&mut self.passes.seen_frame, true);
         if change == FrameChange::Scene && !(first_frame && self.cfg.start_pass_sees_first_screen) {
             let debounced = self
+                .passes
                 .last_scene_trigger
                 .is_some_and(|t| now.since(t) < Duration::from_millis(self.cfg.scene_debounce_ms));
             if !debounced {
-                self.last_scene_trigger = Some(now);
+                self.passes.last_scene_trigger = Some(now);
                 self.request_pass(Trigger::SceneChange, now, out);
             }
         }
@@ -726,11 +757,12 @@ impl LoopState {
                 self.complete_subgoal(now, out);
             }
         }
-        let (fired, advanced) = self
-            .detectors
-            .on_tick(now, change != FrameChange::Unchanged, held, progress);
+        let (fired, advanced) =
+            self.stuck
+                .detectors
+                .on_tick(now, change != FrameChange::Unchanged, held, progress);
         if advanced {
-            self.safe_state_spent = false;
+            self.stuck.safe_state_spent = false;
             self.progress_made(out);
         }
         self.on_signals(now, fired, out);
@@ -768,16 +800,23 @@ impl LoopState {
             out.push(reject(Refusal::NoActiveSubgoal));
             return;
         };
-        if target.is_some_and(|t| self.suppressor.is_suppressed(&t, self.tactical_tick)) {
+        if target.is_some_and(|t| self.judging.suppressor.is_suppressed(&t, self.tactical_tick)) {
             out.push(reject(Refusal::Suppressed));
             return;
         }
-        if self.ladder.current() == Some(Rung::AlternativeAction) && self.avoid_key.as_deref() == Some(&key) {
+        if self.stuck.ladder.current() == Some(Rung::AlternativeAction)
+            && self.stuck.avoid_key.as_deref() == Some(&key)
+        {
             out.push(reject(Refusal::NeedAlternative));
             return;
         }
         let settle = Duration::from_millis(settle_ms.unwrap_or(self.cfg.settle_ms));
-        if self.verifier.expect(action, expected, now, settle).is_err() {
+        if self
+            .judging
+            .verifier
+            .expect(action, expected, now, settle)
+            .is_err()
+        {
             out.push(reject(Refusal::DuplicateActionId));
             return;
         }
@@ -786,8 +825,8 @@ impl LoopState {
         if let Some(s) = self.plan.as_mut().and_then(|p| p.active_mut()) {
             s.actions += 1;
         }
-        let cycle = self.detectors.on_action(now, self.signature, &key);
-        self.last_key = Some(key.clone());
+        let cycle = self.stuck.detectors.on_action(now, self.signature, &key);
+        self.stuck.last_key = Some(key.clone());
         self.in_flight.insert(
             action,
             InFlight {
@@ -815,32 +854,32 @@ impl LoopState {
         let rec = self.in_flight.remove(&action);
         out.push(Command::Verdict { action, verdict });
         match verdict {
-            Verdict::Confirmed => self.verdicts.confirmed += 1,
-            Verdict::Refuted => self.verdicts.refuted += 1,
-            Verdict::Inconclusive => self.verdicts.inconclusive += 1,
+            Verdict::Confirmed => self.judging.verdicts.confirmed += 1,
+            Verdict::Refuted => self.judging.verdicts.refuted += 1,
+            Verdict::Inconclusive => self.judging.verdicts.inconclusive += 1,
         }
         if let Some(rec) = &rec {
             if let Some(path) = rec.path {
-                self.paths.record(&rec.scene, path, verdict);
+                self.judging.paths.record(&rec.scene, path, verdict);
             }
         }
         match verdict {
             Verdict::Refuted => {
                 let cause = attribute(&facts);
-                self.histogram.record(cause);
+                self.judging.histogram.record(cause);
                 out.push(Command::Failure {
                     action: Some(action),
                     cause,
                 });
                 if let Some(target) = rec.as_ref().and_then(|r| r.target) {
-                    let until_tick = self.suppressor.suppress(target, self.tactical_tick);
+                    let until_tick = self.judging.suppressor.suppress(target, self.tactical_tick);
                     out.push(Command::Suppress { target, until_tick });
                 }
             }
             Verdict::Confirmed => self.progress_made(out),
             Verdict::Inconclusive => {}
         }
-        let fired = self.detectors.on_verdict(verdict);
+        let fired = self.stuck.detectors.on_verdict(verdict);
         self.on_signals(now, fired, out);
     }
 
@@ -850,10 +889,10 @@ impl LoopState {
         }
         for signal in &fired {
             out.push(Command::Stuck { signal: *signal });
-            if self.stuck_log.len() == STUCK_LOG_LEN {
-                self.stuck_log.remove(0);
+            if self.stuck.stuck_log.len() == STUCK_LOG_LEN {
+                self.stuck.stuck_log.remove(0);
             }
-            self.stuck_log.push((now, *signal));
+            self.stuck.stuck_log.push((now, *signal));
         }
         // One escalation per batch of signals: several detectors agreeing is one failure, not several.
         self.climb(now, true, out);
@@ -865,11 +904,11 @@ impl LoopState {
     }
 
     fn climb(&mut self, now: MonoTime, from_stuck: bool, out: &mut Vec<Command>) {
-        let rung = self.ladder.climb(now);
+        let rung = self.stuck.ladder.climb(now);
         out.push(Command::Escalate { rung });
-        self.detectors.restart(now);
+        self.stuck.detectors.restart(now);
         match rung {
-            Rung::AlternativeAction => self.avoid_key = self.last_key.clone(),
+            Rung::AlternativeAction => self.stuck.avoid_key = self.stuck.last_key.clone(),
             Rung::Replan => self.request_pass(Trigger::Replan, now, out),
             Rung::StopAndNotify => {
                 self.stop(StopReason::NoProgress, out);
@@ -886,7 +925,7 @@ impl LoopState {
     /// that follows research): such a pass that keeps the plan, or fails, fails the rung.
     fn rung_pass(&self, trigger: Trigger) -> bool {
         matches!(
-            (trigger, self.ladder.current()),
+            (trigger, self.stuck.ladder.current()),
             (Trigger::Replan, Some(Rung::Replan)) | (Trigger::Research, Some(Rung::Research))
         )
     }
@@ -896,7 +935,7 @@ impl LoopState {
     /// something, so it gets a full rung period for the new plan to show progress. Nothing found fails the
     /// research rung like `RungFailed`.
     fn on_research_done(&mut self, now: MonoTime, found: bool, out: &mut Vec<Command>) {
-        let on_rung = self.ladder.current() == Some(Rung::Research);
+        let on_rung = self.stuck.ladder.current() == Some(Rung::Research);
         if !found {
             if on_rung {
                 self.rung_failed(now, out);
@@ -904,8 +943,8 @@ impl LoopState {
             return;
         }
         if on_rung {
-            self.ladder.restart(now);
-            self.detectors.restart(now);
+            self.stuck.ladder.restart(now);
+            self.stuck.detectors.restart(now);
         }
         self.request_pass(Trigger::Research, now, out);
     }
@@ -913,7 +952,7 @@ impl LoopState {
     fn progress_made(&mut self, out: &mut Vec<Command>) {
         // A second return to the safe screen with no progress since the first ends on arrival (`RungDone`,
         // which then stops) or on giving up, not on a step that changed the screen (play to pause).
-        if self.safe_state_spent && self.ladder.current() == Some(Rung::SafeState) {
+        if self.stuck.safe_state_spent && self.stuck.ladder.current() == Some(Rung::SafeState) {
             return;
         }
         self.rung_succeeded(out);
@@ -921,10 +960,10 @@ impl LoopState {
 
     /// The current rung worked: the ladder returns to idle.
     fn rung_succeeded(&mut self, out: &mut Vec<Command>) {
-        if let Some(rung) = self.ladder.succeeded() {
-            self.avoid_key = None;
+        if let Some(rung) = self.stuck.ladder.succeeded() {
+            self.stuck.avoid_key = None;
             if rung == Rung::SafeState {
-                self.safe_state_spent = true;
+                self.stuck.safe_state_spent = true;
             }
             out.push(Command::LadderReset { rung });
         }
@@ -935,7 +974,7 @@ impl LoopState {
         let Some(s) = plan.active_mut() else { return };
         s.status = SubgoalStatus::Done;
         let id = s.spec.id;
-        self.safe_state_spent = false;
+        self.stuck.safe_state_spent = false;
         out.push(Command::SubgoalCompleted { subgoal: id });
         if let Some(next) = plan.activate_next(now) {
             out.push(Command::SubgoalStarted { subgoal: next });
@@ -957,7 +996,7 @@ impl LoopState {
         let id = s.spec.id;
         out.push(Command::SubgoalAbandoned { subgoal: id, budget });
         out.push(Command::CancelSubgoal { subgoal: id });
-        self.histogram.record(FailureCause::Plan);
+        self.judging.histogram.record(FailureCause::Plan);
         out.push(Command::Failure {
             action: None,
             cause: FailureCause::Plan,
@@ -973,21 +1012,21 @@ impl LoopState {
     /// follow-up pass (a replan request takes precedence, then research). The request never waits
     /// (NFR-LOOP-001).
     fn request_pass(&mut self, trigger: Trigger, now: MonoTime, out: &mut Vec<Command>) {
-        if self.deliberating.is_some() {
+        if self.passes.deliberating.is_some() {
             // A replan request takes precedence over any other; research over all but a replan.
-            let wins = match self.pending_trigger {
+            let wins = match self.passes.pending_trigger {
                 None => true,
                 Some(Trigger::Replan) => false,
                 Some(_) => matches!(trigger, Trigger::Replan | Trigger::Research),
             };
             if wins {
-                self.pending_trigger = Some(trigger);
+                self.passes.pending_trigger = Some(trigger);
             }
             return;
         }
-        let pass = self.next_pass;
-        self.next_pass += 1;
-        self.deliberating = Some(Pass {
+        let pass = self.passes.next_pass;
+        self.passes.next_pass += 1;
+        self.passes.deliberating = Some(Pass {
             pass,
             trigger,
             started: now,
@@ -996,7 +1035,7 @@ impl LoopState {
     }
 
     fn start_pending(&mut self, now: MonoTime, out: &mut Vec<Command>) {
-        if let Some(t) = self.pending_trigger.take() {
+        if let Some(t) = self.passes.pending_trigger.take() {
             self.request_pass(t, now, out);
         }
     }
@@ -1004,15 +1043,15 @@ impl LoopState {
     /// The deliberative revision API (FR-LOOP-003): only the result of the pass now in flight may
     /// replace the plan, and the replacement is the only plan (INV-LOOP-001).
     fn on_pass_done(&mut self, now: MonoTime, pass: u64, spec: Option<PlanSpec>, out: &mut Vec<Command>) {
-        let Some(current) = self.deliberating.filter(|p| p.pass == pass) else {
+        let Some(current) = self.passes.deliberating.filter(|p| p.pass == pass) else {
             out.push(Command::PlanRejected {
                 pass,
                 reason: "no deliberative pass with this id is in flight".into(),
             });
             return;
         };
-        self.deliberating = None;
-        self.last_pass_end = now;
+        self.passes.deliberating = None;
+        self.passes.last_pass_end = now;
         let rung_pass = self.rung_pass(current.trigger);
         match spec {
             None => {
