@@ -3,7 +3,7 @@
 # Usage: fuzz/run.sh [SECONDS] [TARGET]   (TARGET: parse_check_eval (default) or ocr_prep;
 # needs a nightly toolchain: rustup toolchain install nightly)
 # Crashes are written to fuzz/artifacts/; add each as a string to FUZZ_REGRESSIONS in
-# crates/sensor/src/tests.rs so `cargo test` keeps checking it.
+# crates/logic/sensor/src/tests.rs so `cargo test` keeps checking it.
 set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-300}"

@@ -1,6 +1,6 @@
 //! Fuzz target: arbitrary bytes as a sensor file through lexer, parser, checker, compiler and evaluator.
 //! Run: `cargo +nightly fuzz run parse_check_eval` in fuzz/ (crashes land in fuzz/artifacts/; copy each
-//! into the regression list in crates/sensor/src/tests.rs).
+//! into the regression list in crates/logic/sensor/src/tests.rs).
 
 #![no_main]
 

@@ -1,6 +1,6 @@
 //! Fuzz target: arbitrary bytes as a recording's `events.jsonl` through the reader, the replay driver and the
 //! HTML report. Run: `cargo +nightly fuzz run recording_reader` in fuzz/. The stable stand-in that
-//! runs on every `cargo test` is `crates/replay/tests/hostile.rs`.
+//! runs on every `cargo test` is `crates/io/replay/tests/hostile.rs`.
 
 #![no_main]
 

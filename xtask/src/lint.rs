@@ -1,4 +1,4 @@
-//! The structural lints: single input call site, dependency firewall, recordings write-only, file docs,
+//! The structural lints: single input call site, crates in their layers' folders, dependency firewall, recordings write-only, file docs,
 //! the runtime's layering under the session, comments that say why rather than which issue, one
 //! definition per concept, the crate map in step with the files, and records written as types.
 
@@ -6,17 +6,13 @@ use anyhow::Context as _;
 use std::path::Path;
 use std::process::Command;
 
-/// Crates that must stay pure: no X11, no network, no async runtime.
-const LOGIC_CRATES: &[&str] = &[
-    "gamepilot-core",
-    "gamepilot-sensor",
-    "gamepilot-vision",
-    "gamepilot-executor",
-    "gamepilot-grounding",
-    "gamepilot-context",
-    "gamepilot-planner",
-    "gamepilot-session",
-];
+/// The layers, each a folder under `crates/`: pure logic, IO edges, the binary, and the tools. A crate's
+/// folder says its layer; the logic folder's crates are the ones the dependency firewall holds pure.
+const LAYERS: &[&str] = &["logic", "io", "apps", "tools"];
+
+/// The pure layer's folder: no X11, no network, no async runtime in any crate under it.
+const LOGIC_DIR: &str = "crates/logic";
+
 const FORBIDDEN_IN_LOGIC: &[&str] = &[
     "x11rb",
     "ureq",
@@ -29,7 +25,7 @@ const FORBIDDEN_IN_LOGIC: &[&str] = &[
 ];
 
 /// The one file allowed to synthesise input (FR-ACT-008).
-const INPUT_CALL_SITE: &str = "crates/x11/src/input.rs";
+const INPUT_CALL_SITE: &str = "crates/io/x11/src/input.rs";
 
 /// Input-synthesis APIs; assembled at run time so this file does not match itself.
 fn synthesis_patterns() -> Vec<String> {
@@ -47,6 +43,7 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     let mut failures = Vec::new();
     single_input_call_site(root, &mut failures)?;
     file_docs(root, &mut failures)?;
+    crates_in_layers(root, &mut failures)?;
     dependency_firewall(root, &mut failures)?;
     recordings_write_only(root, &mut failures)?;
     runtime_through_session(root, &mut failures)?;
@@ -58,7 +55,7 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     decision_records_resolve(root, &mut failures)?;
     if failures.is_empty() {
         println!(
-            "xtask lint: ok (single input call site, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed, no look-alike structs, every ADR cited is in docs/)"
+            "xtask lint: ok (single input call site, crates in layer folders, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed, no look-alike structs, every ADR cited is in docs/)"
         );
         Ok(0)
     } else {
@@ -122,10 +119,10 @@ fn runtime_through_session(root: &Path, failures: &mut Vec<String>) -> anyhow::R
 }
 
 /// The binary's sources: its command-line argument types are its own.
-const BINARY_SRC: &str = "crates/gamepilot/src";
+const BINARY_SRC: &str = "crates/apps/gamepilot/src";
 
 /// The practice game is a separate program with its own model of its world; its types are not the agent's.
-const OWN_VOCABULARY: &[&str] = &["crates/practice-arena/"];
+const OWN_VOCABULARY: &[&str] = &["crates/tools/practice-arena/"];
 
 /// Names that once stood for a concept the shared vocabulary now names (`gamepilot_core::vocabulary`,
 /// `gamepilot_executor::ActionEnd`): a type of one of these names anywhere is a second definition coming
@@ -153,7 +150,7 @@ fn one_definition_per_concept(root: &Path, failures: &mut Vec<String>) -> anyhow
     let mut seen: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
     for f in crate::rust_files(&root.join("crates")) {
         let r = rel(root, &f);
-        let in_src = r.split('/').nth(2) == Some("src");
+        let in_src = source_crate(&r).is_some();
         if !in_src || OWN_VOCABULARY.iter().any(|o| r.starts_with(o)) {
             continue;
         }
@@ -314,9 +311,70 @@ fn cargo_tree(root: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Logic crates must not depend (normal or build edges) on x11rb, network clients or async runtimes.
+/// Every crate's folder, relative to the root: `crates/<layer>/<crate>` (any folder under `crates/`
+/// holding a `Cargo.toml`, at one level or two).
+fn crate_dirs(root: &Path) -> Vec<String> {
+    let mut dirs = Vec::new();
+    let mut walk = vec![(root.join("crates"), 0)];
+    while let Some((dir, depth)) = walk.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten().filter(|e| e.path().is_dir()) {
+            if e.path().join("Cargo.toml").is_file() {
+                dirs.push(rel(root, &e.path()));
+            } else if depth == 0 {
+                walk.push((e.path(), depth + 1));
+            }
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
+/// The crate folder of a file under a crate's `src/` (`crates/<layer>/<crate>/src/…`, or
+/// `crates/<crate>/src/…`); `None` for tests, benches and anything else.
+fn source_crate(rel_path: &str) -> Option<String> {
+    let parts: Vec<&str> = rel_path.split('/').collect();
+    if parts.first() != Some(&"crates") {
+        return None;
+    }
+    let at = (2..=3).find(|&i| parts.get(i) == Some(&"src") && parts.len() > i + 1)?;
+    Some(parts[..at].join("/"))
+}
+
+/// The package name a crate folder's manifest declares.
+fn package_name(root: &Path, dir: &str) -> Option<String> {
+    let text = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).ok()?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("name = "))
+        .map(|n| n.trim_matches('"').to_string())
+}
+
+/// The folders show the layers: every crate sits in `crates/<layer>/`, one of [`LAYERS`].
+fn crates_in_layers(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    for dir in crate_dirs(root) {
+        let layer = dir.split('/').nth(1).unwrap_or("");
+        if dir.split('/').count() != 3 || !LAYERS.contains(&layer) {
+            failures.push(format!(
+                "{dir}: a crate lives in its layer's folder, crates/{{{}}}/<crate>",
+                LAYERS.join(",")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Logic crates (those under [`LOGIC_DIR`]) must not depend (normal or build edges) on x11rb, network
+/// clients or async runtimes.
 fn dependency_firewall(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
-    for krate in LOGIC_CRATES {
+    let logic: Vec<String> = crate_dirs(root)
+        .into_iter()
+        .filter(|d| d.starts_with(&format!("{LOGIC_DIR}/")))
+        .filter_map(|d| package_name(root, &d))
+        .collect();
+    anyhow::ensure!(!logic.is_empty(), "no crates under {LOGIC_DIR}");
+    for krate in &logic {
         let tree = cargo_tree(root, &["-p", krate, "-e", "normal,build"])?;
         for line in tree.lines() {
             let name = line.split_whitespace().next().unwrap_or("");
@@ -333,25 +391,20 @@ fn dependency_firewall(root: &Path, failures: &mut Vec<String>) -> anyhow::Resul
 /// INV-CTX-002: only the binary's replay/report/calibrate-stuck commands and `bench model --scenes` (recorded
 /// screens as a benchmark's input, outside any session) may use the recording reader.
 fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
-    let crates_dir = root.join("crates");
-    let Ok(rd) = std::fs::read_dir(&crates_dir) else {
-        return Ok(());
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name == "replay" || name == "gamepilot" {
+    for dir in crate_dirs(root) {
+        if dir.ends_with("/replay") || dir.ends_with("/gamepilot") {
             continue;
         }
-        let manifest = e.path().join("Cargo.toml");
+        let manifest = root.join(&dir).join("Cargo.toml");
         if let Ok(text) = std::fs::read_to_string(&manifest) {
             if text.contains("gamepilot-replay") {
                 failures.push(format!(
-                    "crates/{name} depends on gamepilot-replay: recordings are write-only for the agent (INV-CTX-002)"
+                    "{dir} depends on gamepilot-replay: recordings are write-only for the agent (INV-CTX-002)"
                 ));
             }
         }
     }
-    for f in crate::rust_files(&root.join("crates/gamepilot/src")) {
+    for f in crate::rust_files(&root.join("crates/apps/gamepilot/src")) {
         let r = rel(root, &f);
         if r.ends_with("cmd/replay.rs")
             || r.ends_with("cmd/report.rs")
@@ -372,7 +425,7 @@ fn recordings_write_only(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
 }
 
 /// The map (ARCHITECTURE.md's crate map) names each crate's files: a row's first cell holds the crate's
-/// folder in backticks (`crates/core`, `xtask`, `fuzz/`), its last cell the files. A named file must
+/// folder in backticks (`crates/logic/core`, `xtask`, `fuzz/`), its last cell the files. A named file must
 /// exist (some `.rs` file of the crate ends with that name, `executor/tests.rs` with its folder), and
 /// every source file of a crate (`src/`, `fuzz_targets/`) must be named, so the map cannot drift.
 fn crate_map_in_step(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
@@ -433,7 +486,7 @@ fn map_rows(map: &str) -> Vec<(String, Vec<String>)> {
 fn records_are_typed(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
     for f in crate::rust_files(&root.join("crates")) {
         let r = rel(root, &f);
-        if r.split('/').nth(2) != Some("src") {
+        if source_crate(&r).is_none() {
             continue;
         }
         let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
@@ -467,10 +520,9 @@ fn no_look_alike_structs(root: &Path, failures: &mut Vec<String>) -> anyhow::Res
     let mut structs: Vec<(String, String, String, std::collections::BTreeSet<String>)> = Vec::new();
     for f in crate::rust_files(&root.join("crates")) {
         let r = rel(root, &f);
-        if r.split('/').nth(2) != Some("src") {
+        let Some(krate) = source_crate(&r) else {
             continue;
-        }
-        let krate = r.split('/').nth(1).unwrap_or("").to_string();
+        };
         let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
         for (at, name, fields) in struct_fields(&text) {
             if fields.len() >= LOOK_ALIKE_MIN_FIELDS {
@@ -665,12 +717,12 @@ mod tests {
         );
         write(
             &dir,
-            "crates/planner/src/sneaky.rs",
+            "crates/logic/planner/src/sneaky.rs",
             &format!("//! sneaky\nfn g() {{ {call}; }}\n"),
         );
         single_input_call_site(&dir, &mut failures).unwrap();
         assert_eq!(failures.len(), 1, "{failures:?}");
-        assert!(failures[0].contains("crates/planner/src/sneaky.rs:2"));
+        assert!(failures[0].contains("crates/logic/planner/src/sneaky.rs:2"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -776,11 +828,11 @@ mod tests {
     fn two_structs_in_different_crates_with_the_same_fields_fail_the_lint() {
         let dir = scratch("alike");
         let numbers = "//! n\npub struct Numbers {\n    pub confirmed: u64,\n    pub refuted: u64,\n    pub calls: u64,\n    pub tokens: u64,\n    pub(crate) passes: u64,\n}\n";
-        write(&dir, "crates/session/src/lib.rs", numbers);
+        write(&dir, "crates/logic/session/src/lib.rs", numbers);
         let summary = "//! s\npub struct Summary {\n    pub confirmed: u64,\n    pub refuted: u64,\n    pub calls: u64,\n    pub tokens: u64,\n    pub passes: u64,\n    pub seconds: f64,\n}\n";
-        write(&dir, "crates/runtime/src/agent.rs", summary);
+        write(&dir, "crates/io/runtime/src/agent.rs", summary);
         let unlike = "//! u\npub struct Other {\n    pub confirmed: u64,\n    pub a: u64,\n    pub b: u64,\n    pub c: u64,\n    pub d: u64,\n}\n";
-        write(&dir, "crates/model/src/lib.rs", unlike);
+        write(&dir, "crates/io/model/src/lib.rs", unlike);
         let mut failures = Vec::new();
         no_look_alike_structs(&dir, &mut failures).unwrap();
         assert_eq!(failures.len(), 1, "{failures:?}");
@@ -807,5 +859,44 @@ mod tests {
         assert_eq!(failures.len(), 1, "{failures:?}");
         assert!(failures[0].starts_with("crates/a/src/lib.rs:2"), "{failures:?}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_crate_outside_the_layer_folders_fails_the_lint() {
+        let dir = scratch("layers");
+        write(
+            &dir,
+            "crates/logic/a/Cargo.toml",
+            "[package]\nname = \"gamepilot-a\"\n",
+        );
+        write(
+            &dir,
+            "crates/tools/b/Cargo.toml",
+            "[package]\nname = \"gamepilot-b\"\n",
+        );
+        write(&dir, "crates/stray/Cargo.toml", "[package]\nname = \"stray\"\n");
+        write(
+            &dir,
+            "crates/misc/c/Cargo.toml",
+            "[package]\nname = \"gamepilot-c\"\n",
+        );
+        assert_eq!(
+            crate_dirs(&dir),
+            vec![
+                "crates/logic/a",
+                "crates/misc/c",
+                "crates/stray",
+                "crates/tools/b"
+            ]
+        );
+        assert_eq!(
+            package_name(&dir, "crates/logic/a").as_deref(),
+            Some("gamepilot-a")
+        );
+        let mut failures = Vec::new();
+        crates_in_layers(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[0].starts_with("crates/misc/c:"), "{failures:?}");
+        assert!(failures[1].starts_with("crates/stray:"), "{failures:?}");
     }
 }
