@@ -20,6 +20,7 @@ pub mod reflex_core;
 pub mod sensor_worker;
 pub mod session_inputs;
 pub mod session_records;
+pub mod startup;
 pub mod steering;
 pub mod stop_signals;
 pub mod synthesis;

@@ -65,6 +65,25 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
+    /// The session's hands: these limits, a dry run, and how a destructive action is asked about.
+    pub fn hands(
+        &self,
+        dry_run: bool,
+        unattended: bool,
+        confirm_timeout: std::time::Duration,
+    ) -> anyhow::Result<gamepilot_runtime::startup::Hands> {
+        let (exec, panic) = self.config()?;
+        Ok(gamepilot_runtime::startup::Hands {
+            exec,
+            panic,
+            stale_ms: self.stale_ms,
+            hz: self.hz,
+            dry_run,
+            unattended,
+            confirm_timeout,
+        })
+    }
+
     pub fn config(&self) -> anyhow::Result<(ExecutorConfig, Chord)> {
         let panic =
             Chord::parse(&self.panic_key).with_context(|| format!("--panic-key {:?}", self.panic_key))?;
@@ -141,6 +160,15 @@ pub struct CameraArgs {
 }
 
 impl CameraArgs {
+    /// The camera's measurement as the runtime takes it; a bad region or field of view is refused here.
+    pub fn plan(&self) -> anyhow::Result<gamepilot_runtime::startup::CameraPlan> {
+        Ok(gamepilot_runtime::startup::CameraPlan {
+            calibrate: self.calibrate_camera,
+            fov_deg: self.fov_deg,
+            region: self.region()?,
+        })
+    }
+
     pub fn region(&self) -> anyhow::Result<Option<gamepilot_core::Rect>> {
         anyhow::ensure!(
             self.fov_deg > 0.0 && self.fov_deg < 360.0,

@@ -217,8 +217,9 @@ fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
     };
     let cancel = gamepilot_model::CancelToken::new();
     let started = Instant::now();
-    let (tactical, _tactical_host, caps) = models.connect_probed(&cancel)?;
-    let deliberative = models.connect_deliberative(&cancel)?;
+    let hosts = models.plan()?;
+    let (tactical, _tactical_host, caps) = hosts.connect_probed(&cancel)?;
+    let deliberative = hosts.connect_deliberative(&cancel)?;
     let deliberative_client = match &deliberative {
         Some((c, _)) => c.clone().with_kind(caps.kind),
         None => tactical.clone(),

@@ -2,12 +2,14 @@
 //! local model that gamepilot starts itself; a summary and an HTML report at the end.
 
 use super::act::LimitArgs;
-use super::run::{default_record_dir, print_summary, ModelArgs, ReflexWiring};
-use super::start::{AgentPlan, Hands, SessionChoices, Started, Target, UserChecks};
+use super::run::{default_record_dir, print_summary, ModelArgs};
 use anyhow::Context as _;
 use gamepilot_planner::LoopConfig;
 use gamepilot_runtime::agent;
 use gamepilot_runtime::say;
+use gamepilot_runtime::startup::{
+    AgentPlan, ReflexWiring, SessionChoices, Started, TargetWindow, UserChecks,
+};
 use gamepilot_testbed::{Arena, ArenaOptions, TestBed};
 use std::path::PathBuf;
 
@@ -91,15 +93,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             act_while_planning: true,
         },
         // `run`'s defaults: a host that sees images gets them, in its family's coordinates.
-        vision: super::run::VisionArgs::default(),
+        vision: super::run::VisionArgs::default().choice()?,
         // Nobody can click an overlay on the demo's private display: destructive actions are rejected.
-        hands: Hands::new(&args.limits, args.dry_run, true, std::time::Duration::ZERO)?,
+        hands: args.limits.hands(args.dry_run, true, std::time::Duration::ZERO)?,
         record_dir: record_dir.clone(),
         quiet: args.quiet,
         research: gamepilot_research::ResearchConfig::default(),
         gpu_watch: true,
     }
     .validated()?;
+    let hosts = args.model.plan()?;
     say!(
         "demo: starting a private X server (Xvfb + openbox) and the practice game (seed {})",
         args.game_seed
@@ -119,14 +122,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     say!("demo: starting the model host");
     // Ctrl+C from here on is a clean stop of the session.
     let stop_signals = gamepilot_runtime::stop_signals::StopSignals::install()?;
-    let target = Target {
+    let target = TargetWindow {
         display: Some(bed.display.clone()),
         window: arena.window.clone(),
         label: "Practice Arena".into(),
     };
     // The indicator (FR-SAFE-007) comes with the reflex driver; no templates or calibration here.
     let wiring = ReflexWiring::none();
-    let (cfg, wiring) = match plan.start(target, &args.model, wiring, stop_signals)? {
+    let (cfg, wiring) = match plan.start(target, &hosts, wiring, stop_signals)? {
         Started::Ready(cfg, wiring) => (cfg, wiring),
         Started::Stopped(code) => return Ok(code),
     };

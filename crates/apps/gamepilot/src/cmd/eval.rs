@@ -103,7 +103,7 @@ fn with_host(
         .parent()
         .map(|p| p.join("frames"))
         .unwrap_or_else(|| PathBuf::from("frames"));
-    let (client, _host, _caps) = args.model.connect_probed(&Default::default())?;
+    let (client, _host, _caps) = args.model.plan()?.connect_probed(&Default::default())?;
     println!("eval: {what}, host {}", client.base_url());
     let setup = EvalSetup {
         client: &client,

@@ -17,5 +17,4 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod sensor;
-pub mod start;
 pub mod windows;

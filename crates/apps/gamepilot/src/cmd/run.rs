@@ -3,15 +3,15 @@
 
 use super::act::LimitArgs;
 use super::common::WindowArgs;
-use super::start::{AgentPlan, Hands, SessionChoices, Started, Target, UserChecks};
 use anyhow::Context as _;
 use gamepilot_core::ModelFamily;
 use gamepilot_grounding::GroundingPath;
-use gamepilot_model::{
-    CancelToken, Capabilities, HostClient, HostTimeouts, LaunchSpec, LocalHost, WeightsSpec,
-};
+use gamepilot_model::WeightsSpec;
 use gamepilot_planner::{LoopConfig, SignalConfig};
 use gamepilot_runtime::agent::{self, Summary};
+use gamepilot_runtime::startup::{
+    AgentPlan, HostPlan, ReflexWiring, SessionChoices, Started, TargetWindow, UserChecks, VisionChoice,
+};
 use gamepilot_runtime::{say, say_err};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -54,89 +54,31 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    /// Connect to the configured host, or start one. The returned host (if any) stops when dropped.
-    pub fn connect(&self, cancel: &CancelToken) -> anyhow::Result<(HostClient, Option<LocalHost>)> {
-        let timeouts = HostTimeouts {
-            connect: Duration::from_secs(2),
-            call: Duration::from_secs(self.call_timeout_s),
-        };
-        if let Some(url) = &self.model_endpoint {
-            let client = HostClient::new(url, timeouts)?;
-            client
-                .health()
-                .with_context(|| format!("model host {url} is not healthy"))?;
-            return Ok((client, None));
-        }
-        let (client, host) = self.start_local(timeouts, 10, true, cancel)?;
-        Ok((client, Some(host)))
-    }
-
-    /// [`ModelArgs::connect`], then one probe, never a guess: the client speaks the host's dialect.
-    pub fn connect_probed(
-        &self,
-        cancel: &CancelToken,
-    ) -> anyhow::Result<(HostClient, Option<LocalHost>, Capabilities)> {
-        let (client, host) = self.connect(cancel)?;
-        let caps = client
-            .probe_for(&self.model_name)
-            .context("probing the model host")?;
-        Ok((client.with_kind(caps.kind), host, caps))
-    }
-
-    /// The deliberative cadence's own host when gamepilot starts its hosts: a second
-    /// llama-server at nice 19, so a tactical call never waits behind a deliberative prompt batch
-    /// (measured: tactical p95 12.1 s on one host with two slots, 5.2 s with two hosts; docs/models.md).
-    /// The weights are one mmapped file, held once in the page cache. `None` with --model-endpoint.
-    pub fn connect_deliberative(
-        &self,
-        cancel: &CancelToken,
-    ) -> anyhow::Result<Option<(HostClient, LocalHost)>> {
-        if self.model_endpoint.is_some() {
-            return Ok(None);
-        }
-        let timeouts = HostTimeouts {
-            connect: Duration::from_secs(2),
-            call: Duration::from_secs(self.deliberative_timeout_s.max(self.call_timeout_s)),
-        };
-        Ok(Some(self.start_local(timeouts, 19, false, cancel)?))
-    }
-
-    /// A started host; `speculative` for the tactical one only (short formulaic replies, docs/models.md).
-    fn start_local(
-        &self,
-        timeouts: HostTimeouts,
-        nice: i32,
-        speculative: bool,
-        cancel: &CancelToken,
-    ) -> anyhow::Result<(HostClient, LocalHost)> {
-        let spec = match (&self.model, &self.model_sha256) {
+    /// The hosts these flags name; weights without their digest are refused here, before anything starts.
+    pub fn plan(&self) -> anyhow::Result<HostPlan> {
+        let weights = match (&self.model, &self.model_sha256) {
             (Some(path), Some(sha)) => WeightsSpec::new(path, sha),
             (Some(path), None) => {
                 anyhow::bail!("--model {} needs --model-sha256 HEX so the weights can be verified before loading (FR-MODEL-005)", path.display())
             }
             (None, _) => gamepilot_model::cache::default_model(),
         };
-        let bin = self
-            .llama_server
-            .clone()
-            .unwrap_or_else(gamepilot_model::cache::server_bin);
-        // One slot per host, one host per cadence: tactical and deliberative prompts differ from block 1
-        // on, and sharing a slot would evict the other's cached prefix (FR-CTX-002). Two threads with a
-        // bounded OpenMP spin (set by the launcher) leave the reflex thread its core when idle.
-        // The launcher verifies the weights and the projector before it looks for the server binary.
-        let mut launch = LaunchSpec::new(bin, spec);
-        launch.mmproj = match (&self.mmproj, &self.mmproj_sha256) {
-            (Some(p), Some(sha)) => Some(WeightsSpec::new(p, sha)),
-            _ => None,
-        };
-        launch.ctx_size = 4096;
-        launch.threads = self.threads;
-        launch.nice = nice;
-        launch.speculative = speculative;
-        launch.cancel = cancel.clone();
-        let host = LocalHost::start(launch).context("starting the model host")?;
-        let client = host.client(timeouts)?;
-        Ok((client, host))
+        Ok(HostPlan {
+            endpoint: self.model_endpoint.clone(),
+            weights,
+            mmproj: match (&self.mmproj, &self.mmproj_sha256) {
+                (Some(p), Some(sha)) => Some(WeightsSpec::new(p, sha)),
+                _ => None,
+            },
+            server_bin: self
+                .llama_server
+                .clone()
+                .unwrap_or_else(gamepilot_model::cache::server_bin),
+            model_name: self.model_name.clone(),
+            call_timeout: Duration::from_secs(self.call_timeout_s),
+            deliberative_timeout: Duration::from_secs(self.deliberative_timeout_s),
+            threads: self.threads,
+        })
     }
 }
 
@@ -180,67 +122,27 @@ impl Default for VisionArgs {
     }
 }
 
-/// What the session sends a model and how it reads its points, decided once at start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VisionPlan {
-    pub image: bool,
-    pub family: ModelFamily,
-    pub tactical_pixels: u64,
-    pub deliberative_pixels: u64,
-}
-
 impl VisionArgs {
-    /// Decide from the host's probe and the model's name; says on stderr what was decided and why.
-    pub fn plan(&self, caps: &Capabilities, model_name: &str) -> anyhow::Result<VisionPlan> {
-        let named = [
-            caps.model_id.as_deref(),
-            caps.model_path.as_deref(),
-            Some(model_name),
-        ];
-        let detected = named.iter().flatten().find_map(|n| ModelFamily::detect(n));
+    /// The user's choice, its budgets and family name checked (the probe decides what is left on auto).
+    pub fn choice(&self) -> anyhow::Result<VisionChoice> {
+        let family =
+            match self.model_family.as_str() {
+                "auto" => None,
+                name => Some(ModelFamily::from_name(name).with_context(|| {
+                    format!("--model-family {name:?}: not a known family (docs/models.md)")
+                })?),
+            };
         let image = match self.image {
-            ImageChoice::Always => true,
-            ImageChoice::Never => false,
-            ImageChoice::Auto => caps.vision == Some(true),
+            ImageChoice::Always => Some(true),
+            ImageChoice::Never => Some(false),
+            ImageChoice::Auto => None,
         };
-        let family = match self.model_family.as_str() {
-            "auto" if !image => ModelFamily::Text,
-            "auto" => detected.unwrap_or(ModelFamily::OtherVision),
-            name => ModelFamily::from_name(name)
-                .with_context(|| format!("--model-family {name:?}: not a known family (docs/models.md)"))?,
-        };
-        anyhow::ensure!(
-            self.tactical_pixels >= 64 * 36 && self.deliberative_pixels >= self.tactical_pixels,
-            "--tactical-pixels {} / --deliberative-pixels {}: at least 2304, and deliberative at least tactical",
-            self.tactical_pixels,
-            self.deliberative_pixels
-        );
-        let cap = |p: u64| {
-            if image {
-                p.min(family.max_image_pixels().max(64 * 36))
-            } else {
-                p
-            }
-        };
-        let plan = VisionPlan {
+        Ok(VisionChoice::new(
             image,
             family,
-            tactical_pixels: cap(self.tactical_pixels),
-            deliberative_pixels: cap(self.deliberative_pixels),
-        };
-        say_err!(
-            "model: {} host; sees images: {} ({:?}; {}: {:?}); family {} ({:?} coordinates); image budget {} / {} px",
-            caps.kind,
-            if image { "yes" } else { "no" },
-            self.image,
-            caps.vision_source,
-            caps.vision,
-            family.name(),
-            family.convention(),
-            plan.tactical_pixels,
-            plan.deliberative_pixels
-        );
-        Ok(plan)
+            self.tactical_pixels,
+            self.deliberative_pixels,
+        )?)
     }
 }
 
@@ -427,106 +329,6 @@ pub struct Args {
     pub no_gpu_watch: bool,
 }
 
-/// What `run` and `demo` add to the reflex: templates, camera calibration, the GPU watch; with the lines
-/// that go into the recording.
-pub struct ReflexWiring {
-    pub extras: gamepilot_runtime::reflex::ReflexExtras,
-    pub degrade: Option<std::sync::mpsc::Receiver<gamepilot_model::DegradeCommand>>,
-    /// Keeps the GPU watch thread alive for the session.
-    pub gpu: Option<gamepilot_runtime::gpu_watch::GpuWatcher>,
-}
-
-#[allow(clippy::too_many_arguments)]
-pub fn reflex_wiring(
-    display: Option<String>,
-    window: &gamepilot_x11::WindowInfo,
-    exec: &gamepilot_executor::ExecutorConfig,
-    limits: &LimitArgs,
-    panic: &gamepilot_core::Chord,
-    templates: Option<&std::path::Path>,
-    template_radius: u32,
-    camera: &super::act::CameraArgs,
-    dry_run: bool,
-) -> anyhow::Result<ReflexWiring> {
-    let mut extras = gamepilot_runtime::reflex::ReflexExtras::default();
-    let declared = gamepilot_core::Size::new(window.geometry.w, window.geometry.h);
-    if let Some(dir) = templates {
-        let (atlas, names) = gamepilot_runtime::templates::load_dir(dir, declared, template_radius)?;
-        say!("templates: {} from {}", names.join(", "), dir.display());
-        extras
-            .notes
-            .push(format!("templates: {} from {}", names.join(", "), dir.display()));
-        extras.templates = std::sync::Arc::new(atlas);
-    }
-    let region = camera.region()?;
-    if camera.calibrate_camera {
-        anyhow::ensure!(
-            !dry_run,
-            "--calibrate-camera delivers input to measure the camera; it cannot run with --dry-run"
-        );
-        match gamepilot_runtime::driver::calibrate_before_session(
-            display,
-            window.id,
-            exec.clone(),
-            panic.clone(),
-            limits.stale_ms,
-            limits.hz,
-            region,
-            camera.fov_deg,
-        )? {
-            Ok(c) => {
-                let line = format!(
-                    "camera calibration: {:.3} px/count, {:.4} deg/count (fov {} deg over {} px, {} moves matched)",
-                    c.px_per_count_x,
-                    c.deg_per_count,
-                    c.fov_deg,
-                    c.width_px,
-                    c.samples.len()
-                );
-                say!("{line}");
-                extras
-                    .notes
-                    .push(format!("{line}: {}", serde_json::to_string(&c)?));
-                extras.camera = Some(c.scale());
-            }
-            Err(f) => {
-                say_err!("warning: {f}; camera turns in degrees will be refused");
-                extras.notes.push(format!("camera calibration failed: {f}"));
-            }
-        }
-    }
-    Ok(ReflexWiring {
-        extras,
-        degrade: None,
-        gpu: None,
-    })
-}
-
-impl ReflexWiring {
-    /// Nothing added to the reflex: no templates, no calibration, no GPU watch yet.
-    pub fn none() -> ReflexWiring {
-        ReflexWiring {
-            extras: gamepilot_runtime::reflex::ReflexExtras::default(),
-            degrade: None,
-            gpu: None,
-        }
-    }
-
-    /// Starts the GPU-memory watch (FR-MODEL-004) for hosts whose context is `host_tokens`: the ladder's
-    /// reduced context is half of it and a restore returns to it, never more.
-    pub fn watch_gpu(&mut self, host_tokens: u32) {
-        let mut w = gamepilot_runtime::gpu_watch::GpuWatcher::start_nvml(
-            0,
-            gamepilot_model::LadderConfig::for_context(host_tokens),
-            Duration::from_secs(1),
-        );
-        say_err!("{}", w.describe());
-        self.extras.notes.push(w.describe());
-        self.degrade = Some(w.take_commands());
-        self.gpu = Some(w);
-    }
-}
-
 pub fn default_record_dir() -> PathBuf {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -626,9 +428,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             steering: gamepilot_session::SteeringConfig::from_keys(&args.move_keys),
             act_while_planning: !args.wait_for_plan,
         },
-        vision: args.vision.clone(),
-        hands: Hands::new(
-            &args.limits,
+        vision: args.vision.choice()?,
+        hands: args.limits.hands(
             args.dry_run,
             args.unattended,
             Duration::from_secs(args.confirm_timeout_s),
@@ -639,6 +440,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         gpu_watch: !args.no_gpu_watch,
     }
     .validated()?;
+    let hosts = args.model.plan()?;
+    let camera = args.camera.plan()?;
     let (x, win) = args.target.resolve()?;
     // Input reaches only a game in front (FR-SAFE-004): ask the window manager to raise it, never by
     // synthesised input. While another window has the focus the session waits for it.
@@ -652,18 +455,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     drop(x);
     // FR-SAFE-005: no screen text, no destructive-action hold; refuse before anything starts.
     gamepilot_ocr::describe_backend().context("OCR does not work, and the agent does not act unread")?;
-    let wiring = reflex_wiring(
-        args.target.display.clone(),
-        &win,
-        &plan.hands.exec,
-        &args.limits,
-        &plan.hands.panic,
-        args.templates.as_deref(),
-        args.template_radius,
-        &args.camera,
-        args.dry_run,
-    )?;
-    let target = Target {
+    let target = TargetWindow {
         display: args.target.display.clone(),
         label: match (&args.target.window, args.target.pid) {
             (Some(w), _) => w.clone(),
@@ -672,7 +464,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         },
         window: win,
     };
-    let (cfg, wiring) = match plan.start(target, &args.model, wiring, stop_signals)? {
+    let templates = args.templates.as_deref().map(|d| (d, args.template_radius));
+    let wiring = ReflexWiring::for_window(&target, &plan.hands, templates, camera)?;
+    let (cfg, wiring) = match plan.start(target, &hosts, wiring, stop_signals)? {
         Started::Ready(cfg, wiring) => (cfg, wiring),
         Started::Stopped(code) => return Ok(code),
     };
