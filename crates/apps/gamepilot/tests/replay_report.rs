@@ -60,6 +60,28 @@ fn replay_reproduces_every_fixture_and_exits_zero() {
 }
 
 #[test]
+fn replay_says_how_much_of_each_tactical_prompt_a_prefix_cache_evaluates_again() {
+    // FR-CTX-002, measured on a committed real run (sgt-puzzles' Net) with no model
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("sessions/sgt-net-menus-and-dialogs.jsonl"),
+        tmp.path().join("events.jsonl"),
+    )
+    .unwrap();
+    let (code, out, err) = gamepilot(&["replay", tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("tactical prompts: 13 calls,"), "{out}");
+    let (code, out, _) = gamepilot(&["replay", "--json", tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (bytes, new) = (
+        v["tactical_prompts"]["bytes"].as_u64().unwrap(),
+        v["tactical_prompts"]["new_bytes"].as_u64().unwrap(),
+    );
+    assert!(new > 0 && new * 10 < bytes * 3, "{new} of {bytes} bytes new");
+}
+
+#[test]
 fn replay_exits_one_on_divergence_and_names_bad_input() {
     // Replay method: a decision the logic would not make is reported
     let tmp = tempfile::tempdir().unwrap();

@@ -45,6 +45,57 @@ impl ReplayOutcome {
     pub fn matches(&self) -> bool {
         self.divergences.is_empty()
     }
+
+    /// How much of each tactical prompt the replayed session composed is new against the one before it
+    /// — what a host's prefix cache must evaluate again — measured in bytes of the prompt's messages,
+    /// with no model (the latency of a new screen is mostly this).
+    pub fn prompt_reuse(&self) -> PromptReuse {
+        let mut reuse = PromptReuse::default();
+        let mut before = String::new();
+        for (seq, effects) in &self.replayed {
+            let Some(effects) = effects.as_array() else {
+                continue;
+            };
+            for e in effects.iter().filter(|e| e["effect"] == "call_model") {
+                let text = e["prompt"]["messages"].to_string();
+                let new = text.len() - shared_prefix(&before, &text);
+                reuse.calls.push((*seq, text.len(), new));
+                before = text;
+            }
+        }
+        reuse
+    }
+}
+
+/// The tactical prompts of a replay: per call, the input's `seq`, the prompt's bytes and the bytes not
+/// shared with the call before (the first call's are all new).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PromptReuse {
+    pub calls: Vec<(u64, usize, usize)>,
+}
+
+impl PromptReuse {
+    pub fn bytes(&self) -> usize {
+        self.calls.iter().map(|c| c.1).sum()
+    }
+
+    pub fn new_bytes(&self) -> usize {
+        self.calls.iter().map(|c| c.2).sum()
+    }
+
+    /// The share of all prompt bytes a prefix cache had to evaluate again (0 with no calls).
+    pub fn new_share(&self) -> f64 {
+        self.new_bytes() as f64 / self.bytes().max(1) as f64
+    }
+}
+
+/// The bytes `a` and `b` begin with alike, at a character boundary.
+fn shared_prefix(a: &str, b: &str) -> usize {
+    a.char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map(|((i, _), _)| i)
+        .unwrap_or_else(|| a.len().min(b.len()))
 }
 
 /// The loop configuration recorded in the header (`null` or `{}` give the defaults).
@@ -246,4 +297,25 @@ pub fn replay(rec: &Recording) -> Result<ReplayOutcome, ReplayError> {
         session_inputs: 0,
         replayed: BTreeMap::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_prefix_stops_at_the_first_difference_on_a_character_boundary() {
+        assert_eq!(shared_prefix("", "abc"), 0);
+        assert_eq!(shared_prefix("abc", "abd"), 2);
+        assert_eq!(shared_prefix("abc", "abcdef"), 3);
+        assert_eq!(shared_prefix("abcdef", "abc"), 3);
+        // "é" and "è" share their first byte; the prefix ends before the character.
+        assert_eq!(shared_prefix("café", "cafè"), 3);
+        let reuse = PromptReuse {
+            calls: vec![(1, 100, 100), (2, 120, 30)],
+        };
+        assert_eq!((reuse.bytes(), reuse.new_bytes()), (220, 130));
+        assert!((reuse.new_share() - 130.0 / 220.0).abs() < 1e-9);
+        assert_eq!(PromptReuse::default().new_share(), 0.0);
+    }
 }

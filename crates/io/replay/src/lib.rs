@@ -11,7 +11,7 @@ pub mod report;
 pub mod stuck;
 
 pub use analysis::{Analysis, TimingTick};
-pub use driver::{replay, session_inputs, Divergence, ReplayOutcome};
+pub use driver::{replay, session_inputs, Divergence, PromptReuse, ReplayOutcome};
 pub use reader::{CorruptLine, Recording};
 pub use report::{render_html, write_report};
 

@@ -114,3 +114,31 @@ fn a_changed_prompt_in_a_committed_recording_is_a_divergence() {
     let out = replay(&rec).unwrap();
     assert_eq!(out.divergences.len(), 1, "exactly the altered input diverges");
 }
+
+#[test]
+fn most_of_each_tactical_prompt_is_the_one_before_it() {
+    // FR-CTX-002: the prompts a session composes share their prefix with the call before, so a host's
+    // prefix cache evaluates only what is new. Measured on the committed real runs, no model: a layout
+    // change that breaks the prefix on every call shows here.
+    for (name, calls, at_most) in [
+        ("sgt-net-menus-and-dialogs.jsonl", 13, 0.30),
+        ("practice-arena-real-model.jsonl", 5, 0.45),
+    ] {
+        let path = fixtures().join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rec = Recording::parse(path.parent().unwrap(), &path, &text).unwrap();
+        let reuse = replay(&rec).unwrap().prompt_reuse();
+        assert_eq!(reuse.calls.len(), calls, "{name}");
+        let first = reuse.calls[0];
+        assert_eq!(first.1, first.2, "{name}: the first call's prompt is all new");
+        assert!(
+            reuse.new_share() < at_most,
+            "{name}: {:.0} % of the prompt bytes new against the call before",
+            reuse.new_share() * 100.0
+        );
+        assert!(
+            reuse.calls.iter().skip(1).all(|c| c.2 < c.1),
+            "{name}: every later call reuses a prefix"
+        );
+    }
+}

@@ -36,6 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
     }
     let out = gamepilot_replay::replay(&rec).context("replaying the recording")?;
+    let reuse = out.prompt_reuse();
     let s = out.state.verdict_counts();
     let hist: Vec<(String, u64)> = out
         .state
@@ -56,6 +57,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "stopped": out.state.stopped(),
             "truncated": rec.truncated,
             "corrupt_lines": rec.corrupt_lines,
+            "tactical_prompts": {
+                "calls": reuse.calls.len(),
+                "bytes": reuse.bytes(),
+                "new_bytes": reuse.new_bytes(),
+            },
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
@@ -78,6 +84,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
         let h: Vec<String> = hist.iter().map(|(k, n)| format!("{k} {n}")).collect();
         println!("failures: {}", h.join(", "));
+        if !reuse.calls.is_empty() {
+            println!(
+                "tactical prompts: {} calls, {} bytes, {} ({:.0} %) new against the call before (what a prefix cache evaluates again)",
+                reuse.calls.len(),
+                reuse.bytes(),
+                reuse.new_bytes(),
+                reuse.new_share() * 100.0
+            );
+        }
         if let Some(r) = out.state.stopped() {
             println!("stopped: {}", serde_json::to_value(r)?.as_str().unwrap_or("?"));
         }
