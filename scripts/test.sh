@@ -86,6 +86,10 @@ fi
 # floor set from measurement (docs/models.md); then the demo over a few game seeds (printed, not gated:
 # `scripts/demo-seeds.sh 5` gives the figure docs/models.md reports).
 bin="$target/debug/gamepilot"
+# What a user builds (no dev-dependencies, so no test features): it holds neither the fault hooks nor the
+# scripted model host, and the steps below run it.
+step "shipping build" cargo build -p gamepilot --bin gamepilot --quiet
+step "no test hooks shipped" bash -c '! grep -a -q -e GAMEPILOT_FAULT -e scripted-host-conn "$0"' "$bin"
 step "eval gate" "$bin" eval --every 19 --min-accuracy "${GAMEPILOT_EVAL_FLOOR:-0.2}" --out "$target/eval-ci.json"
 step "demo over seeds" env GAMEPILOT_BIN="$bin" scripts/demo-seeds.sh "${GAMEPILOT_DEMO_SEEDS:-2}"
 # Goals in words alone (no sensor file, no goal check) on the practice game and real Debian games, each

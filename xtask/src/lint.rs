@@ -53,9 +53,10 @@ pub fn run(root: &Path) -> anyhow::Result<i32> {
     records_are_typed(root, &mut failures)?;
     no_look_alike_structs(root, &mut failures)?;
     decision_records_resolve(root, &mut failures)?;
+    session_stays_small(root, &mut failures)?;
     if failures.is_empty() {
         println!(
-            "xtask lint: ok (single input call site, crates in layer folders, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed, no look-alike structs, every ADR cited is in docs/)"
+            "xtask lint: ok (single input call site, crates in layer folders, dependency firewall, recordings write-only, //! docs, runtime through the session, no issue numbers in comments, one definition per concept, the crate map in step, records typed, no look-alike structs, every ADR cited is in docs/, the session small)"
         );
         Ok(0)
     } else {
@@ -332,6 +333,40 @@ fn crate_dirs(root: &Path) -> Vec<String> {
     dirs
 }
 
+/// The session core a newcomer can hold in their head: its dispatcher file at most this many lines
+/// outside its tests, and no type of the session or of the loop logic it wraps with more fields than
+/// [`MAX_SESSION_FIELDS`] (a type that grows past it is several concepts: name them).
+const SESSION_FILE: &str = "crates/logic/session/src/session.rs";
+const SESSION_MAX_LINES: usize = 800;
+const MAX_SESSION_FIELDS: usize = 15;
+const SESSION_CRATES: &[&str] = &["crates/logic/session/src", "crates/logic/planner/src"];
+
+fn session_stays_small(root: &Path, failures: &mut Vec<String>) -> anyhow::Result<()> {
+    if let Ok(text) = std::fs::read_to_string(root.join(SESSION_FILE)) {
+        let lines = non_test_lines(&text).count();
+        if lines > SESSION_MAX_LINES {
+            failures.push(format!(
+                "{SESSION_FILE}: {lines} lines outside its tests (at most {SESSION_MAX_LINES}): the session dispatches, its parts decide"
+            ));
+        }
+    }
+    for dir in SESSION_CRATES {
+        for f in crate::rust_files(&root.join(dir)) {
+            let r = rel(root, &f);
+            let text = std::fs::read_to_string(&f).with_context(|| format!("reading {r}"))?;
+            for (at, name, fields) in struct_fields(&text) {
+                if fields.len() > MAX_SESSION_FIELDS {
+                    failures.push(format!(
+                        "{r}:{at}: struct {name} has {} fields (at most {MAX_SESSION_FIELDS}): group them by concept",
+                        fields.len()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The crate folder of a file under a crate's `src/` (`crates/<layer>/<crate>/src/…`, or
 /// `crates/<crate>/src/…`); `None` for tests, benches and anything else.
 fn source_crate(rel_path: &str) -> Option<String> {
@@ -557,6 +592,7 @@ fn struct_fields(text: &str) -> Vec<(usize, String, std::collections::BTreeSet<S
                 let t = line.trim_start();
                 let t = t
                     .strip_prefix("pub(crate) ")
+                    .or_else(|| t.strip_prefix("pub(super) "))
                     .or_else(|| t.strip_prefix("pub "))
                     .unwrap_or(t);
                 if let Some((name, _)) = t.split_once(':') {
@@ -580,6 +616,7 @@ fn struct_fields(text: &str) -> Vec<(usize, String, std::collections::BTreeSet<S
         let t = line.trim_start();
         let t = t
             .strip_prefix("pub(crate) ")
+            .or_else(|| t.strip_prefix("pub(super) "))
             .or_else(|| t.strip_prefix("pub "))
             .unwrap_or(t);
         if let Some(rest) = t.strip_prefix("struct ") {
@@ -898,5 +935,36 @@ mod tests {
         assert_eq!(failures.len(), 2, "{failures:?}");
         assert!(failures[0].starts_with("crates/misc/c:"), "{failures:?}");
         assert!(failures[1].starts_with("crates/stray:"), "{failures:?}");
+    }
+
+    #[test]
+    fn a_session_type_past_15_fields_or_a_long_dispatcher_fails_the_lint() {
+        let dir = scratch("small");
+        let fields: String = (0..16).map(|i| format!("    pub(super) f{i}: u64,\n")).collect();
+        write(
+            &dir,
+            "crates/logic/session/src/session/parts.rs",
+            &format!("//! p\npub(super) struct Wide {{\n{fields}}}\n"),
+        );
+        let fifteen: String = (0..15).map(|i| format!("    f{i}: u64,\n")).collect();
+        write(
+            &dir,
+            "crates/logic/planner/src/state.rs",
+            &format!("//! s\npub struct Fits {{\n{fifteen}}}\n"),
+        );
+        let long = "//! s\n".to_string() + &"fn f() {}\n".repeat(800) + "#[cfg(test)]\nmod tests {}\n";
+        write(&dir, "crates/logic/session/src/session.rs", &long);
+        let mut failures = Vec::new();
+        session_stays_small(&dir, &mut failures).unwrap();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(
+            failures.iter().any(|f| f.contains("session.rs: 801 lines")),
+            "{failures:?}"
+        );
+        assert!(
+            failures.iter().any(|f| f.contains("struct Wide has 16 fields")),
+            "{failures:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
