@@ -288,6 +288,7 @@ impl Wiring<'_> {
                             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
                             value: None,
                             first_id: req.job.first_id,
+                            calls: Vec::new(),
                         });
                         // The loop holds the inbox until the session ends; a pass finishing after that has
                         // nobody left to tell.

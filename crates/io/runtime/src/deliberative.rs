@@ -3,7 +3,7 @@
 //! tactical and reflex cadences, which keep acting on the previous plan (NFR-LOOP-001).
 
 use crate::tactical::attach;
-use gamepilot_model::{CancelToken, ChatRequest, HostClient};
+use gamepilot_model::{CallTimings, CancelToken, ChatRequest, HostClient};
 use gamepilot_session::ImagePart;
 use gamepilot_session::PlanSpec;
 use serde_json::Value;
@@ -26,6 +26,8 @@ pub struct DeliberationResult {
     /// The schema-valid reply (a session whose agent declares its checks compiles it itself).
     pub value: Option<Value>,
     pub first_id: u32,
+    /// Each call's figures (two when the first reply broke the schema); none when the pass failed.
+    pub calls: Vec<CallTimings>,
 }
 
 pub use gamepilot_session::plan::{plan_from_reply, research_question, Postconditions};
@@ -54,6 +56,7 @@ pub fn deliberate(
             latency_ms: r.reply.timings.wall_ms,
             value: Some(r.value.clone()),
             first_id: job.first_id,
+            calls: r.calls.iter().map(|c| c.timings.clone()).collect(),
         },
         Err(e) => DeliberationResult {
             pass: job.pass,
@@ -64,6 +67,7 @@ pub fn deliberate(
             latency_ms: 0.0,
             value: None,
             first_id: job.first_id,
+            calls: Vec::new(),
         },
     }
 }

@@ -42,6 +42,15 @@ pub struct SceneFigures {
     pub scene_prompt_tokens: u64,
     pub scene_cached_tokens: u64,
     pub deliberative_ms: Vec<f64>,
+    /// Per deliberative pass, summed over its calls (a schema retry is a second call): prompt tokens
+    /// evaluated, tokens generated, and the host's time for each.
+    pub deliberative_evaluated: Vec<f64>,
+    pub deliberative_prompt: Vec<f64>,
+    pub deliberative_generated: Vec<f64>,
+    pub deliberative_prompt_ms: Vec<f64>,
+    pub deliberative_predicted_ms: Vec<f64>,
+    /// Passes that took a second call because the first reply broke the schema.
+    pub deliberative_retried: u32,
 }
 
 impl SceneFigures {
@@ -65,6 +74,32 @@ impl SceneFigures {
         self.scene_prompt_tokens += other.scene_prompt_tokens;
         self.scene_cached_tokens += other.scene_cached_tokens;
         self.deliberative_ms.extend(other.deliberative_ms);
+        self.deliberative_evaluated.extend(other.deliberative_evaluated);
+        self.deliberative_prompt.extend(other.deliberative_prompt);
+        self.deliberative_generated.extend(other.deliberative_generated);
+        self.deliberative_prompt_ms.extend(other.deliberative_prompt_ms);
+        self.deliberative_predicted_ms
+            .extend(other.deliberative_predicted_ms);
+        self.deliberative_retried += other.deliberative_retried;
+    }
+
+    /// One deliberative pass's calls, summed.
+    fn pass(&mut self, took: Duration, calls: &[gamepilot_model::CallTimings]) {
+        self.deliberative_ms.push(took.as_secs_f64() * 1000.0);
+        let sum = |f: &dyn Fn(&gamepilot_model::CallTimings) -> Option<f64>| {
+            calls.iter().filter_map(f).sum::<f64>()
+        };
+        self.deliberative_evaluated
+            .push(sum(&|c| c.prompt_evaluated.map(|n| n as f64)));
+        self.deliberative_prompt
+            .push(sum(&|c| c.prompt_tokens.map(|n| n as f64)));
+        self.deliberative_generated
+            .push(sum(&|c| c.completion_tokens.map(|n| n as f64)));
+        self.deliberative_prompt_ms.push(sum(&|c| c.prompt_ms));
+        self.deliberative_predicted_ms.push(sum(&|c| c.predicted_ms));
+        if calls.len() > 1 {
+            self.deliberative_retried += 1;
+        }
     }
 }
 
@@ -236,7 +271,7 @@ impl Replay<'_> {
                             &self.cancel,
                         );
                         let took = began.elapsed();
-                        self.figures.deliberative_ms.push(took.as_secs_f64() * 1000.0);
+                        self.figures.pass(took, &d.calls);
                         if let Some(s) = self.screen.as_mut() {
                             s.beside += took;
                         }

@@ -292,11 +292,18 @@ fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
         all.cache_ratio(),
         all.scene_cache_ratio()
     );
+    let p50 = |v: &[f64]| percentile(&sorted(v.to_vec()), 0.5);
     println!(
-        "deliberative passes: {}, p50 {:.0} ms p95 {:.0} ms",
+        "deliberative passes: {}, p50 {:.0} ms p95 {:.0} ms; per pass p50 {:.0} of {:.0} prompt tokens evaluated in {:.0} ms, {:.0} generated in {:.0} ms; {} retried after a reply broke the schema",
         passes.len(),
         percentile(&passes, 0.5),
-        percentile(&passes, 0.95)
+        percentile(&passes, 0.95),
+        p50(&all.deliberative_evaluated),
+        p50(&all.deliberative_prompt),
+        p50(&all.deliberative_prompt_ms),
+        p50(&all.deliberative_generated),
+        p50(&all.deliberative_predicted_ms),
+        all.deliberative_retried
     );
     println!(
         "reflex lateness meanwhile (60 Hz, {}): p50 {:.0} us, p99 {:.0} us over {} ticks",
@@ -314,6 +321,9 @@ fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
             "evaluated_p50": percentile(&evaluated, 0.5), "cache_ratio": all.cache_ratio(),
             "scene_cache_ratio": all.scene_cache_ratio(), "deliberative_passes": passes.len(),
             "deliberative_p50_ms": percentile(&passes, 0.5), "reflex_late_p99_us": percentile(&late, 0.99),
+            "deliberative_evaluated_p50": p50(&all.deliberative_evaluated),
+            "deliberative_generated_p50": p50(&all.deliberative_generated),
+            "deliberative_retried": all.deliberative_retried,
         })
     );
     Ok(0)
