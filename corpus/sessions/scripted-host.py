@@ -29,12 +29,10 @@ def plan(user, schema):
     except (KeyError, TypeError):
         offered = ["in_play", "collected"]
     coins = [p for p in offered if p.startswith("coins >=")] or [p for p in offered if p != "in_play"]
-    collect = {"description": "Walk around and collect coins", "postcondition": coins[-1], "max_actions": 40,
-               "max_time_s": 240}
+    collect = {"description": "Walk around and collect coins", "postcondition": coins[-1]}
     obs = user.split("Current observation")[-1]
     if "PRACTICE ARENA" in obs or "nothing observed yet" in obs:
-        start = {"description": "Click Play to start the game", "postcondition": "in_play", "max_actions": 6,
-                 "max_time_s": 40}
+        start = {"description": "Click Play to start the game", "postcondition": "in_play"}
         return {"subgoals": [start, collect]}
     return {"subgoals": [collect]}
 

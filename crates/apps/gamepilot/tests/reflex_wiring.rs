@@ -100,8 +100,7 @@ fn fake_host() -> String {
                     .map(str::to_string);
                 let content = match post {
                     Some(p) => {
-                        serde_json::json!({"subgoals": [{"description": "wait and watch", "postcondition": p,
-                        "max_actions": 40, "max_time_s": 600}]})
+                        serde_json::json!({"subgoals": [{"description": "wait and watch", "postcondition": p}]})
                         .to_string()
                     }
                     None => r#"{"action":"wait","duration_ms":300}"#.to_string(),

@@ -46,8 +46,7 @@ fn a_goal_in_words_alone_is_reached_by_the_checks_the_agent_declares() {
                 (true, Some(mark)) => Reply::json(&json!({
                     "checks": [{"name": "play_shown", "reads": "present", "mark": mark}],
                     "goal": {"mark": mark, "then": "gone"},
-                    "subgoals": [{"description": "click Play", "postcondition": {"mark": mark, "then": "gone"},
-                                  "max_actions": 5, "max_time_s": 60}]
+                    "subgoals": [{"description": "click Play", "postcondition": {"mark": mark, "then": "gone"}}]
                 })),
                 _ => Reply::status(500, "no Play mark in the planner's prompt"),
             };
@@ -141,8 +140,7 @@ fn a_check_already_true_and_a_sensor_that_does_not_compile_go_back_to_the_model_
             return Reply::json(&json!({
                 "checks": [{"name": "broken", "reads": "expression", "expression": "not no_such_sensor"}],
                 "goal": "on_menu",
-                "subgoals": [{"description": "click Play", "postcondition": {"mark": mark, "then": "gone"},
-                              "max_actions": 5, "max_time_s": 60}]
+                "subgoals": [{"description": "click Play", "postcondition": {"mark": mark, "then": "gone"}}]
             }));
         }
         // The tactical cadence waits until the model was asked again, then starts the game.

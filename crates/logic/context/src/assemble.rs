@@ -8,7 +8,7 @@ use crate::prompt::{Block, Cadence, ImagePart, Message, Part, Prompt, Role};
 use crate::research::neutralise_untrusted;
 use crate::research::ResearchExcerpt;
 use crate::schema::{Tool, ToolSet};
-use crate::tail::{changes, frame_size, is_scene_change, keyed_lines, TacticalTail};
+use crate::tail::{changes, earlier_against, frame_size, is_scene_change, keyed_lines, TacticalTail};
 use crate::ContextError;
 use gamepilot_core::MonoTime;
 use std::collections::VecDeque;
@@ -532,11 +532,16 @@ impl Context {
             let skip = self.past_observations.len().saturating_sub(n_past);
             for o in self.past_observations.iter().skip(skip) {
                 let ms = o.at.as_millis().saturating_sub(self.start.as_millis());
+                // The current listing follows whole: an earlier one is told by what differs from it.
+                let told = match earlier_against(&o.text, &current.text) {
+                    None => "the same as the current observation".to_string(),
+                    Some(lines) => format!("as the current observation, except:\n{}", lines.join("\n")),
+                };
                 out.push_str(&format!(
                     "[t+{}.{:03}s] {}\n",
                     ms / 1000,
                     ms % 1000,
-                    neutralise_untrusted(o.text.trim_end())
+                    neutralise_untrusted(&told)
                 ));
             }
         }
@@ -741,7 +746,9 @@ mod tests {
             - t+2.500s {"action":"hold_key","key":"d","duration_ms":1500} -> confirmed
             --- [7] Observation ---
             Earlier observations (text only):
-            [t+2.000s] marks: [7] player (150,500 32x48)
+            [t+2.000s] as the current observation, except:
+            marks: [7] player (150,500 32x48)
+            not listed then: marks: [3] door; [7] player (200,500 32x48)
             Current observation [t+3.000s]:
             marks: [3] door; [7] player (200,500 32x48)
             --- [8] Image ---

@@ -148,6 +148,54 @@ pub(crate) fn changes(believed: &mut Vec<(String, String)>, now: &[(String, Stri
     out
 }
 
+/// An earlier observation told against the current one, for a prompt that shows both: `None` when the
+/// listing was the same (jitter aside), else the earlier lines that differ from or are missing in the
+/// current one, then one line naming what the current one lists and the earlier did not. The prompt
+/// carries the current listing whole, so this is what a reader needs to know the earlier one, at a
+/// fraction of its tokens.
+pub(crate) fn earlier_against(earlier: &str, current: &str) -> Option<Vec<String>> {
+    // One sensors line a frame: its values are what differs, not the line.
+    let listed = |text: &str| -> Vec<(String, String)> {
+        keyed_lines(text)
+            .into_iter()
+            .filter(|(k, _)| k != "(more")
+            .map(|(k, l)| match l.starts_with("Sensors:") {
+                true => ("Sensors:".to_string(), l),
+                false => (k, l),
+            })
+            .collect()
+    };
+    let (then, now) = (listed(earlier), listed(current));
+    let mut out: Vec<String> = then
+        .iter()
+        .filter(|(key, line)| match now.iter().find(|(k, _)| k == key) {
+            None => true,
+            Some((_, current)) => !same_but_jitter(line, current),
+        })
+        .map(|(_, line)| line.clone())
+        .collect();
+    let new: Vec<&str> = now
+        .iter()
+        .filter(|(key, _)| !then.iter().any(|(k, _)| k == key))
+        .map(|(key, _)| key.as_str())
+        .collect();
+    if !new.is_empty() {
+        out.push(format!("not listed then: {}", new.join(", ")));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Two lines of one key that say the same, a few pixels of position aside.
+fn same_but_jitter(a: &str, b: &str) -> bool {
+    a == b
+        || match (split_place(a), split_place(b)) {
+            (Some((a, ax, ay)), Some((b, bx, by))) => {
+                a == b && (ax - bx).abs() <= JITTER_PX && (ay - by).abs() <= JITTER_PX
+            }
+            _ => false,
+        }
+}
+
 /// The listing as it stands after a prompt's tail: the last `Current observation` block's lines with
 /// every `seen:` item applied in order — what a reader of the prompt knows of the current frame. The
 /// inverse of what [`changes`] appends (jitter aside), for readers of prompts such as scripted hosts.
@@ -233,5 +281,30 @@ mod tests {
         let (more, rest): (Vec<_>, Vec<_>) = believed.iter().cloned().partition(|(k, _)| k == "(more");
         assert_eq!(rest, now);
         assert_eq!(more.len(), 1);
+    }
+
+    #[test]
+    fn an_earlier_observation_is_told_by_what_differs_from_the_current() {
+        // FR-CTX-003: earlier observations stay text, at the cost of what changed only
+        let current = "frame 10x10 (local)\n[1] button \"Play\" at 100,100\n[5] text \"Quit\" at 9,9\n(3 more elements not listed)\nSensors: lives = 3\n";
+        assert_eq!(
+            earlier_against(
+                "frame 10x10 (local)\n[1] button \"Play\" at 101,98\n[5] text \"Quit\" at 9,9\n(4 more elements not listed)\nSensors: lives = 3\n",
+                current
+            ),
+            None
+        );
+        assert_eq!(
+            earlier_against(
+                "frame 10x10 (scene)\n[1] button \"Play\" at 100,100\n[2] component red shape at 50,50\nSensors: lives = 4\n",
+                current
+            ),
+            Some(vec![
+                "frame 10x10 (scene)".to_string(),
+                "[2] component red shape at 50,50".to_string(),
+                "Sensors: lives = 4".to_string(),
+                "not listed then: [5]".to_string(),
+            ])
+        );
     }
 }

@@ -94,16 +94,12 @@ fn plan(user: &str, schema: &Value) -> Value {
     let collect = json!({
         "description": "Walk around and collect coins",
         "postcondition": coins.last().map(|s| s.as_str()).unwrap_or("collected"),
-        "max_actions": 40,
-        "max_time_s": 240,
     });
     let obs = &observation(user);
     if obs.contains("PRACTICE ARENA") || obs.contains("nothing observed yet") {
         let start = json!({
             "description": "Click Play to start the game",
             "postcondition": "in_play",
-            "max_actions": 6,
-            "max_time_s": 40,
         });
         return json!({"subgoals": [start, collect]});
     }

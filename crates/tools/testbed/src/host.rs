@@ -571,7 +571,7 @@ pub fn plan_value(req: &ReceivedChat, subgoals: &[(&str, &str)]) -> Value {
                 .or(offered.first())
                 .cloned()
                 .unwrap_or_else(|| prefer.to_string());
-            json!({"description": description, "postcondition": post, "max_actions": 30, "max_time_s": 120})
+            json!({"description": description, "postcondition": post})
         })
         .collect();
     json!({ "subgoals": subgoals })
