@@ -297,3 +297,65 @@ fn a_goal_check_or_sensor_file_that_does_not_compile_is_refused_before_any_windo
         assert!(!err.contains(":999"), "no display was opened first: {err}");
     }
 }
+
+#[test]
+fn the_scene_benchmark_replays_the_kept_real_game_screens_and_names_a_broken_stream() {
+    // The latency benchmark's own plumbing, against a scripted host: the default set (the committed
+    // recordings and every gzipped real-game stream in corpus/scenes) reads and replays, each new
+    // screen is counted once, and a stream that is not gzip is a named error, not a silent skip.
+    use gamepilot_testbed::{plan_reply, HostConfig, Reply, ScriptedHost};
+    let host = ScriptedHost::start(HostConfig::new(), |req| {
+        if req.prompt_text().contains("deliberative planner") {
+            plan_reply(req, &[("click the named item", "")])
+        } else {
+            Reply::content(r#"{"action":"wait","duration_ms":300}"#)
+        }
+    })
+    .unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let kept = std::fs::read_dir(root.join("corpus/scenes"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .to_string_lossy()
+                .ends_with(".jsonl.gz")
+        })
+        .count();
+    assert!(kept >= 10, "the real-game screens are kept: {kept}");
+    let out = gamepilot()
+        .current_dir(&root)
+        .args(["bench", "model", "--scenes", "--url", &host.base_url()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replayed = text
+        .lines()
+        .filter(|l| l.contains(" new screens acted on "))
+        .count();
+    assert_eq!(replayed, kept + 2, "{text}");
+    let figures: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert!(figures["screens"].as_u64().unwrap() >= 1, "{figures}");
+    assert!(
+        figures["deliberative_passes"].as_u64().unwrap() >= kept as u64,
+        "{figures}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.jsonl.gz");
+    std::fs::write(&broken, b"not gzip at all").unwrap();
+    let out = gamepilot()
+        .args(["bench", "model", "--url", &host.base_url(), "--scenes"])
+        .arg(&broken)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("broken.jsonl.gz"), "{err}");
+}

@@ -54,16 +54,49 @@ pub struct BenchArgs {
     /// recording folders; `run` writes them) through today's session against two hosts started as `run`
     /// starts them, and report the time from each new screen to the first action sent, tokens per call,
     /// the cache across scene changes, deliberative pass time and a 60 Hz reflex's lateness meanwhile.
-    /// With no value: the committed recordings of the practice game and of sgt-puzzles' Net.
+    /// A RECORDING is a recording's folder, its `events.jsonl`, or a gzipped input stream
+    /// (`scripts/keep-scenes.py`). With no value: the committed recordings of the practice game and of
+    /// sgt-puzzles' Net, and the real-game runs kept in `corpus/scenes`.
     #[arg(long, num_args = 0.., value_name = "RECORDING")]
     pub scenes: Option<Vec<PathBuf>>,
 }
 
-/// The committed session recordings `--scenes` replays when given none.
+/// The committed session recordings `--scenes` replays when given none, before `corpus/scenes`.
 const SCENE_RECORDINGS: &[&str] = &[
     "crates/io/replay/tests/fixtures/sessions/practice-arena-real-model.jsonl",
     "crates/io/replay/tests/fixtures/sessions/sgt-net-menus-and-dialogs.jsonl",
 ];
+
+/// The folder of kept real-game input streams (`NAME.jsonl.gz`).
+const SCENE_CORPUS: &str = "corpus/scenes";
+
+/// The scene benchmark's default set: the committed recordings, then the kept streams in name order.
+fn default_scenes() -> anyhow::Result<Vec<PathBuf>> {
+    let mut kept: Vec<PathBuf> = std::fs::read_dir(SCENE_CORPUS)
+        .with_context(|| format!("reading {SCENE_CORPUS} (run from the repository root)"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl.gz"))
+        .collect();
+    kept.sort();
+    Ok(SCENE_RECORDINGS.iter().map(PathBuf::from).chain(kept).collect())
+}
+
+/// A recording's folder, its `events.jsonl`, or a gzipped stream of its lines.
+fn read_recording(file: &std::path::Path) -> anyhow::Result<gamepilot_replay::Recording> {
+    let dir = file.parent().unwrap_or(std::path::Path::new("."));
+    let rec = if file.is_dir() {
+        gamepilot_replay::Recording::open(file)
+    } else {
+        let raw = std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+        if file.extension().is_some_and(|e| e == "gz") {
+            let text = std::io::BufReader::new(flate2::read::GzDecoder::new(raw));
+            gamepilot_replay::Recording::read(dir, file, text)
+        } else {
+            gamepilot_replay::Recording::read(dir, file, std::io::BufReader::new(raw))
+        }
+    };
+    rec.with_context(|| format!("reading the recording {}", file.display()))
+}
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
     if let Some(files) = &args.scenes {
@@ -199,7 +232,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<i32> {
 fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
     use gamepilot_bench::scene_bench::{replay_scenes, ReflexProbe, SceneFigures, SceneHosts};
     let files: Vec<PathBuf> = if files.is_empty() {
-        SCENE_RECORDINGS.iter().map(PathBuf::from).collect()
+        default_scenes()?
     } else {
         files.to_vec()
     };
@@ -241,15 +274,7 @@ fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
     let probe = ReflexProbe::start()?;
     let mut all = SceneFigures::default();
     for file in &files {
-        let dir = file.parent().unwrap_or(std::path::Path::new("."));
-        let rec = if file.is_dir() {
-            gamepilot_replay::Recording::open(file)
-        } else {
-            let text =
-                std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-            gamepilot_replay::Recording::parse(dir, file, &text)
-        }
-        .with_context(|| format!("reading the recording {}", file.display()))?;
+        let rec = read_recording(file)?;
         let Some((cfg, start, inputs)) = gamepilot_replay::session_inputs(&rec)? else {
             anyhow::bail!(
                 "{}: recorded before the session core recorded its inputs; nothing to replay",
