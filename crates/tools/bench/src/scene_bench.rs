@@ -31,6 +31,8 @@ pub struct SceneFigures {
     pub new_screen_ms: Vec<f64>,
     /// Of those, the screens acted on without a model call (direct grounding, the probe).
     pub without_call: u32,
+    /// Per new screen acted on, the prompt tokens its calls had evaluated (0: no call), in order.
+    pub screen_evaluated: Vec<u64>,
     /// New screens the session sent no action for before the next screen came.
     pub unanswered: u32,
     /// Per tactical call: wall latency, prompt tokens evaluated (not from the cache), and on a new screen.
@@ -66,6 +68,7 @@ impl SceneFigures {
     pub fn merge(&mut self, other: SceneFigures) {
         self.new_screen_ms.extend(other.new_screen_ms);
         self.without_call += other.without_call;
+        self.screen_evaluated.extend(other.screen_evaluated);
         self.unanswered += other.unanswered;
         self.tactical_ms.extend(other.tactical_ms);
         self.evaluated.extend(other.evaluated);
@@ -117,6 +120,8 @@ struct Pending {
     perceived_ms: f64,
     began: Instant,
     called: bool,
+    /// Prompt tokens its calls had evaluated so far.
+    evaluated: u64,
     /// Deliberative passes timed meanwhile: in `run` they go on beside the tactical cadence, not before it.
     beside: Duration,
 }
@@ -186,6 +191,7 @@ pub fn replay_scenes(
                         perceived_ms: now_us.saturating_sub(p.started.0) as f64 / 1000.0,
                         began: Instant::now(),
                         called: false,
+                        evaluated: 0,
                         beside: Duration::ZERO,
                     });
                 }
@@ -250,6 +256,9 @@ impl Replay<'_> {
                                 .push(r.tokens_in.saturating_sub(r.cached_tokens) as f64);
                             self.figures.prompt_tokens += r.tokens_in;
                             self.figures.cached_tokens += r.cached_tokens;
+                            if let Some(s) = self.screen.as_mut() {
+                                s.evaluated += r.tokens_in.saturating_sub(r.cached_tokens);
+                            }
                             if on_screen {
                                 self.figures.scene_prompt_tokens += r.tokens_in;
                                 self.figures.scene_cached_tokens += r.cached_tokens;
@@ -285,6 +294,20 @@ impl Replay<'_> {
                             latency_ms: d.latency_ms,
                             research: d.research,
                         }));
+                    }
+                    Effect::WarmUp(prompt) => {
+                        // As `run` does: the tactical host evaluates the session's invariant blocks
+                        // while the first plan is being made, beside the cadences, never waited on.
+                        let began = Instant::now();
+                        let chat =
+                            gamepilot_model::ChatRequest::from_prompt(self.hosts.model_name, &prompt, 1);
+                        let _ = self.hosts.tactical.chat(&chat, &self.cancel);
+                        let took = began.elapsed();
+                        if let Some(s) = self.screen.as_mut() {
+                            s.beside += took;
+                        }
+                        self.clock_us += took.as_micros() as u64;
+                        now = MonoTime(self.clock_us);
                     }
                     Effect::Reflex(ReflexCommand::Submit { action, .. }) => {
                         self.first_action();
@@ -323,6 +346,7 @@ impl Replay<'_> {
             self.figures
                 .new_screen_ms
                 .push(s.perceived_ms + s.began.elapsed().saturating_sub(s.beside).as_secs_f64() * 1000.0);
+            self.figures.screen_evaluated.push(s.evaluated);
             if !s.called {
                 self.figures.without_call += 1;
             }

@@ -293,6 +293,16 @@ fn scenes(args: &BenchArgs, files: &[PathBuf]) -> anyhow::Result<i32> {
             f.deliberative_ms.len(),
             began.elapsed().as_secs_f64()
         );
+        let each: Vec<String> = f
+            .new_screen_ms
+            .iter()
+            .zip(&f.screen_evaluated)
+            .map(|(ms, tokens)| match tokens {
+                0 => format!("{ms:.0} ms"),
+                n => format!("{ms:.0} ms ({n} tokens evaluated)"),
+            })
+            .collect();
+        println!("  new screen -> first action: {}", each.join(", "));
         all.merge(f);
     }
     let scheduling = probe.scheduling;
