@@ -53,6 +53,10 @@ pub struct LaunchSpec {
     /// Niceness the host runs at (0..=19; default 10): inference yields the CPU to the agent's reflex
     /// thread, which must never wait on a model (FR-LOOP-002).
     pub nice: i32,
+    /// Run in the kernel's idle class (`SCHED_IDLE`): the host computes only on CPU time nothing else
+    /// asks for. For a host whose calls can wait (the deliberative one): on 2 cores a niced host still
+    /// took about half the tactical host's time while both computed.
+    pub idle_class: bool,
     /// Prompt n-gram speculation ([`decode_flags`]; default on): for short, formulaic replies such as the
     /// tactical cadence's. Off for free-text replies (a plan), where most drafts fail and each failed
     /// check costs a batch of eleven tokens instead of one decode step.
@@ -74,6 +78,7 @@ impl LaunchSpec {
             health_timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
             nice: 10,
+            idle_class: false,
             speculative: true,
             cancel: CancelToken::new(),
         }
@@ -243,7 +248,7 @@ impl LocalHost {
         if let Some(n) = spec.gpu_layers {
             cmd.args(["-ngl", &n.to_string()]);
         }
-        configure_child(&mut cmd, spec.nice.clamp(0, 19), fds);
+        configure_child(&mut cmd, spec.nice.clamp(0, 19), spec.idle_class, fds);
         // Its own process group: the terminal's Ctrl+C is the agent's to act on (stop, then stop the host);
         // the host still ends with the agent (PR_SET_PDEATHSIG below).
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -426,14 +431,22 @@ impl Drop for LocalHost {
 /// The child side of the spawn, run between fork and exec: lower the priority, ask for SIGTERM when the
 /// parent (thread) goes, refuse to start if it is already gone, and let the verified weights' descriptors
 /// survive exec.
-fn configure_child(cmd: &mut Command, nice: i32, keep_fds: Vec<RawFd>) {
+fn configure_child(cmd: &mut Command, nice: i32, idle_class: bool, keep_fds: Vec<RawFd>) {
     use std::os::unix::process::CommandExt;
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: only async-signal-safe calls (nice, prctl, getppid, fcntl) on the forked child's own state.
+    // SAFETY: only async-signal-safe calls (nice, sched_setscheduler, prctl, getppid, fcntl) on the
+    // forked child's own state.
     unsafe {
         cmd.pre_exec(move || {
             if nice > 0 {
                 libc::nice(nice);
+            }
+            // Lowering one's own class needs no privilege; the server's threads inherit it.
+            if idle_class {
+                let param = libc::sched_param { sched_priority: 0 };
+                if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -523,6 +536,36 @@ fn pump(stream: impl std::io::Read + Send + 'static, log: Arc<Mutex<VecDeque<Str
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_background_host_runs_niced_in_the_idle_class() {
+        // FR-LOOP-002 (the reflex never waits on a model) and the deliberative pass off the tactical
+        // host's cores: what the kernel says of the child, not what we asked for.
+        let policy = |text: &str| {
+            text.lines()
+                .next()
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        };
+        let read = |nice: i32, idle: bool| {
+            let mut cmd = Command::new("sh");
+            cmd.args([
+                "-c",
+                "grep -E '^policy' /proc/self/sched; cut -d' ' -f19 /proc/self/stat",
+            ]);
+            configure_child(&mut cmd, nice, idle, Vec::new());
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).to_string()
+        };
+        // SCHED_IDLE is policy 5; the children that read /proc/self inherit it and the niceness.
+        let background = read(19, true);
+        assert_eq!(policy(&background).as_deref(), Some("5"), "{background}");
+        assert_eq!(background.lines().last().unwrap().trim(), "19", "{background}");
+        let tactical = read(10, false);
+        assert_eq!(policy(&tactical).as_deref(), Some("0"), "{tactical}");
+        assert_eq!(tactical.lines().last().unwrap().trim(), "10", "{tactical}");
+    }
     use super::*;
 
     #[test]
@@ -640,7 +683,7 @@ mod tests {
         // The model host dies with gamepilot (PR_SET_PDEATHSIG)
         let mut cmd = Command::new("sleep");
         cmd.arg("30");
-        configure_child(&mut cmd, 0, Vec::new());
+        configure_child(&mut cmd, 0, false, Vec::new());
         let mut child = std::thread::spawn(move || cmd.spawn().unwrap()).join().unwrap();
         let t0 = Instant::now();
         let status = loop {

@@ -35,6 +35,15 @@ pub struct HostPlan {
     pub threads: u32,
 }
 
+/// Where a started host's threads stand in the kernel's eyes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostPriority {
+    /// Nice 10: below the agent's own threads (the reflex), above everything a session can wait for.
+    Tactical,
+    /// Nice 19 in the idle scheduling class: what nobody else wants.
+    Background,
+}
+
 impl HostPlan {
     /// Connect to the configured host, or start one. The returned host (if any) stops when dropped.
     pub fn connect(&self, cancel: &CancelToken) -> Result<(HostClient, Option<LocalHost>), RuntimeError> {
@@ -49,7 +58,7 @@ impl HostPlan {
                 .map_err(|e| RuntimeError::Setup(format!("model host {url} is not healthy: {e}")))?;
             return Ok((client, None));
         }
-        let (client, host) = self.start_local(timeouts, 10, true, cancel)?;
+        let (client, host) = self.start_local(timeouts, HostPriority::Tactical, cancel)?;
         Ok((client, Some(host)))
     }
 
@@ -66,7 +75,8 @@ impl HostPlan {
     }
 
     /// The deliberative cadence's own host when gamepilot starts its hosts: a second llama-server at
-    /// nice 19, so a tactical call never waits behind a deliberative prompt batch (measured: tactical p95
+    /// nice 19 in the idle scheduling class, so a tactical call never waits behind a deliberative prompt
+    /// batch nor shares the cores with one (measured: tactical p95
     /// 12.1 s on one host with two slots, 5.2 s with two hosts; docs/models.md). The weights are one
     /// mmapped file, held once in the page cache. `None` with an endpoint.
     pub fn connect_deliberative(
@@ -80,15 +90,18 @@ impl HostPlan {
             connect: Duration::from_secs(2),
             call: self.deliberative_timeout.max(self.call_timeout),
         };
-        Ok(Some(self.start_local(timeouts, 19, false, cancel)?))
+        Ok(Some(self.start_local(
+            timeouts,
+            HostPriority::Background,
+            cancel,
+        )?))
     }
 
-    /// A started host; `speculative` for the tactical one only (short formulaic replies, docs/models.md).
+    /// A started host at `priority`.
     fn start_local(
         &self,
         timeouts: HostTimeouts,
-        nice: i32,
-        speculative: bool,
+        priority: HostPriority,
         cancel: &CancelToken,
     ) -> Result<(HostClient, LocalHost), RuntimeError> {
         // One slot per host, one host per cadence: tactical and deliberative prompts differ from block 1
@@ -99,8 +112,14 @@ impl HostPlan {
         launch.mmproj = self.mmproj.clone();
         launch.ctx_size = 4096;
         launch.threads = self.threads;
-        launch.nice = nice;
-        launch.speculative = speculative;
+        (launch.nice, launch.idle_class, launch.speculative) = match priority {
+            // Short formulaic replies: prompt n-gram speculation pays (docs/models.md).
+            HostPriority::Tactical => (10, false, true),
+            // Only on the CPU time the tactical host, the game, the X server and perception leave: a
+            // plan waits, a click should not (a new screen's tactical call at nice 10 beside a pass at
+            // nice 19 evaluated ~100 prompt tokens/s on 2 cores, alone ~180).
+            HostPriority::Background => (19, true, false),
+        };
         launch.cancel = cancel.clone();
         let host = LocalHost::start(launch)
             .map_err(|e| RuntimeError::Setup(format!("starting the model host: {e}")))?;
