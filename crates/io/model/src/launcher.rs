@@ -441,12 +441,11 @@ fn configure_child(cmd: &mut Command, nice: i32, idle_class: bool, keep_fds: Vec
             if nice > 0 {
                 libc::nice(nice);
             }
-            // Lowering one's own class needs no privilege; the server's threads inherit it.
+            // Lowering one's own class needs no privilege and the server's threads inherit it; where a
+            // sandbox refuses it anyway the host still runs, niced (best effort, like `nice`).
             if idle_class {
                 let param = libc::sched_param { sched_priority: 0 };
-                if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+                libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
