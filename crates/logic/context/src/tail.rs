@@ -112,13 +112,12 @@ pub(crate) fn changes(believed: &mut Vec<(String, String)>, now: &[(String, Stri
     let now: Vec<&(String, String)> = now.iter().filter(|(k, _)| k != "(more").collect();
     for (key, line) in now.iter().copied() {
         match believed.iter_mut().find(|(k, _)| k == key) {
-            Some((_, old)) if old == line => {}
+            // What the model believes stays, a few pixels of position aside.
+            Some((_, old)) if same_but_jitter(old, line) => {}
             Some((_, old)) => match (split_place(old), split_place(line)) {
-                (Some((a, ax, ay)), Some((b, bx, by))) if a == b => {
-                    if (ax - bx).abs() > JITTER_PX || (ay - by).abs() > JITTER_PX {
-                        out.push(format!("{key} now at {bx},{by}"));
-                        *old = line.clone();
-                    }
+                (Some((a, _, _)), Some((b, bx, by))) if a == b => {
+                    out.push(format!("{key} now at {bx},{by}"));
+                    *old = line.clone();
                 }
                 _ => {
                     out.push(line.clone());
