@@ -161,8 +161,14 @@ fn session(
 ) -> Result<Session, OcrError> {
     let what = path.display().to_string();
     let b = Session::builder(env).map_err(ort_err(&what))?;
-    let mut b = b
+    // No spinning: an idle intra-op thread otherwise busy-waits after each parallel section, taking the
+    // CPU the tactical model host needs on 2 cores (measured in the demo: a third of the agent's own CPU
+    // time was ONNX Runtime's wait loop while the host evaluated its prompt).
+    let b = b
         .with_intra_threads(threads)
+        .map_err(|e| OcrError::Runtime(format!("{what}: {e}")))?;
+    let mut b = b
+        .with_intra_op_spinning(false)
         .map_err(|e| OcrError::Runtime(format!("{what}: {e}")))?;
     b.commit_from_memory(bytes).map_err(ort_err(&what))
 }

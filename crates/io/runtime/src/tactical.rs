@@ -279,7 +279,12 @@ impl<W: GameWindow> Tactical<W> {
         let class = self.perceiver.classify_thumb(Thumb::from_view(&view, 160)).class;
         // A recognition that fails is this tick's named failure: acting on a screen read as empty could
         // answer a dialogue nobody read.
-        let texts = match self.ocr.recognize(&view, view.bounds()) {
+        let read = if job.read_text {
+            self.ocr.recognize(&view, view.bounds())
+        } else {
+            Ok(Vec::new())
+        };
+        let texts = match read {
             Ok(texts) => texts,
             Err(e) => {
                 return failed(
@@ -739,6 +744,8 @@ mod tests {
             generation: 0,
             health: gamepilot_core::FrameHealth::Ok,
             perceive_only,
+            // A perceive-only tick here is a probe hold's: its text is not read.
+            read_text: !perceive_only,
             keep_frame,
             focus: Default::default(),
             avatar: None,
@@ -800,11 +807,19 @@ mod tests {
             (448, 252),
             "the marked frame at the budget's size"
         );
-        // A perceive-only tick after a kept frame measures how each element moved.
+        // A probe hold's tick after a kept frame measures how each element moved, reading no text.
         let r = t.perceive(&job(2, true, false));
         let Input::Perceived(p2) = &r.input else {
             panic!("a perception")
         };
+        assert!(p2.observation.texts.is_empty(), "{:?}", p2.observation.texts);
+        assert!(
+            p2.observation
+                .elements
+                .iter()
+                .all(|e| e.source != ElementSource::Text),
+            "no text element without text read"
+        );
         assert_eq!(
             p2.moves.len(),
             p.observation.elements.len() + 1,

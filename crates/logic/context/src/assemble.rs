@@ -272,6 +272,14 @@ impl Context {
         Ok(outcome)
     }
 
+    /// A fact the session itself established by an action already in the history (self-identification's
+    /// probe): into the note block like [`Context::note`], without a history line of its own — the line
+    /// would repeat the note in every prompt that follows.
+    pub fn note_found(&mut self, text: &str, now: MonoTime) -> Result<NoteOutcome, ContextError> {
+        let (outcome, _) = NoteSkill::write(&mut self.notes, self.config.note_cap, text, now)?;
+        Ok(outcome)
+    }
+
     /// Adds an excerpt; past [`MAX_RESEARCH_EXCERPTS`] the oldest one no decision used is dropped first
     /// (the oldest of all when every one was used). Indices of later excerpts shift down by one.
     pub fn add_research(&mut self, excerpt: ResearchExcerpt) {
@@ -615,6 +623,46 @@ mod tests {
             "confirmed",
         ));
         c
+    }
+
+    #[test]
+    fn the_invariant_prompt_is_the_system_block_and_the_goal_the_full_one_begins_with() {
+        // FR-CTX-001, FR-CTX-002: what a host may evaluate ahead of the first call
+        let c = ctx();
+        let (full, _) = c.assemble_tactical(&obs(4_000, "frame 1280x720"), None);
+        let invariant = full.invariant();
+        assert_eq!(invariant.block_order(), vec![Block::System, Block::Goal]);
+        let text = |p: &Prompt| {
+            p.messages
+                .iter()
+                .map(Message::joined_text)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(
+            text(&full).starts_with(&text(&invariant)),
+            "a prefix of every prompt"
+        );
+        assert!(
+            !text(&invariant).contains("The exit door opens with E."),
+            "no note"
+        );
+    }
+
+    #[test]
+    fn a_note_the_session_found_enters_the_note_block_without_a_history_line() {
+        // FR-CTX-005: the note block holds it; the action that found it is already in the history
+        let mut c = ctx();
+        let history = c.history().len();
+        c.note_found(
+            "I am the white square element [28].",
+            MonoTime::from_millis(4_000),
+        )
+        .unwrap();
+        assert_eq!(c.notes().len(), 2);
+        assert_eq!(c.history().len(), history, "no second line for the same fact");
+        c.note("Coins are yellow.", MonoTime::from_millis(5_000)).unwrap();
+        assert_eq!(c.history().len(), history + 1, "the model's own note is its act");
     }
 
     fn image() -> ImagePart {

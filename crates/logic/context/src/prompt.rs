@@ -144,6 +144,30 @@ impl Prompt {
             })
     }
 
+    /// The part of the prompt that stays the same for the whole session: blocks 1 and 2 (the system
+    /// block and the goal, FR-CTX-002). The later blocks change with the first note, plan or action, so
+    /// a host that evaluates them ahead of a call evaluates them for nothing once they change.
+    pub fn invariant(&self) -> Prompt {
+        let messages = self
+            .messages
+            .iter()
+            .map(|m| Message {
+                role: m.role,
+                parts: m
+                    .parts
+                    .iter()
+                    .filter(|p| p.block() <= Block::Goal)
+                    .cloned()
+                    .collect(),
+            })
+            .filter(|m| !m.parts.is_empty())
+            .collect();
+        Prompt {
+            cadence: self.cadence,
+            messages,
+        }
+    }
+
     /// The image, if one is attached (always the final part).
     pub fn image(&self) -> Option<&ImagePart> {
         self.messages.iter().find_map(Message::image)

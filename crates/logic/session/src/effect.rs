@@ -114,6 +114,11 @@ pub struct TacticalJob {
     /// Only perceive: no model call (self-identification's frames after each probe hold).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub perceive_only: bool,
+    /// Read the frame's text (OCR). A probe hold's tick does not: it only measures how the previous
+    /// frame's boxes moved, and full-frame OCR is most of a perception's cost (the four holds took 1.3 s
+    /// each with it); what the screen says stays as the last tick that read it.
+    #[serde(skip_serializing_if = "is_true")]
+    pub read_text: bool,
     /// Keep this tick's frame for a perceive-only tick that may follow (self-identification enabled and
     /// the avatar not yet known); otherwise the tactical thread holds no copy of it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -134,6 +139,11 @@ pub struct TacticalJob {
     /// The sensors' line of the observation (`crate::sensors_line`), when there are sensors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sensors: Option<String>,
+}
+
+/// Written into the recording only when false (the usual tick reads its text).
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// How a tactical tick's observation is shown to the model.

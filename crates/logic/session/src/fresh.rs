@@ -18,6 +18,9 @@ pub const INPUT_END_BOUND: Duration = Duration::from_secs(20);
 /// Stale choices put back in a row before one is let through to the dialogue check on its own frame
 /// (a screen that never stops changing must not stop the agent).
 pub const MAX_STALE_IN_A_ROW: u32 = 3;
+/// A tick waits for the reflex's first frame at most this long (a reflex that never reports must not
+/// stop the agent; the session hears of a dead reflex thread on its own).
+pub const FIRST_FRAME_BOUND: Duration = Duration::from_secs(2);
 
 /// Our inputs in flight and the latest moments the screen could have changed under a choice.
 #[derive(Debug, Clone, Default)]
@@ -30,6 +33,11 @@ pub struct Freshness {
     scene_changed: Option<MonoTime>,
     /// Choices put back as stale since the last one sent.
     stale_in_a_row: u32,
+    /// Whether the reflex has reported a frame: its first report compares its frame with none, so a
+    /// frame captured before it could show a screen the reflex never saw change.
+    reflex_reported: bool,
+    /// When a tick first waited for the reflex's first frame.
+    waiting_since: Option<MonoTime>,
 }
 
 /// What to do with a choice that could answer a dialogue.
@@ -59,17 +67,27 @@ impl Freshness {
         self.running.remove(&action);
     }
 
-    /// The reflex saw a scene change.
-    pub fn scene_changed(&mut self, now: MonoTime) {
-        self.scene_changed = Some(now);
+    /// The reflex reported a frame; `scene` when it saw a scene change (its first report always does:
+    /// there is no frame before it).
+    pub fn reflex_reported(&mut self, scene: bool, now: MonoTime) {
+        self.reflex_reported = true;
+        if scene {
+            self.scene_changed = Some(now);
+        }
     }
 
-    /// Whether a frame captured now would show the effect of every input of ours: none is running
-    /// (inputs past [`INPUT_END_BOUND`] are forgotten) and the last ended at least [`SETTLE_AFTER_INPUT`]
-    /// ago.
+    /// Whether a frame captured now would show the effect of every input of ours and be one the reflex
+    /// judges changes against: the reflex has reported its first frame (or [`FIRST_FRAME_BOUND`] passed
+    /// waiting for it), none of our inputs is running (inputs past [`INPUT_END_BOUND`] are forgotten) and
+    /// the last ended at least [`SETTLE_AFTER_INPUT`] ago. Without the first condition the session's first
+    /// screen, captured before the reflex's first frame, read as older than a scene change (that first
+    /// frame) and its first choice was made twice.
     pub fn ready_for_frame(&mut self, now: MonoTime) -> bool {
+        let reflex =
+            self.reflex_reported || now.since(*self.waiting_since.get_or_insert(now)) >= FIRST_FRAME_BOUND;
         self.running.retain(|_, at| now.since(*at) < INPUT_END_BOUND);
-        self.running.is_empty()
+        reflex
+            && self.running.is_empty()
             && self
                 .input_ended
                 .is_none_or(|t| now.since(t) >= SETTLE_AFTER_INPUT)
@@ -118,6 +136,7 @@ mod tests {
     fn a_frame_counts_only_after_our_input_ended_and_the_game_drew() {
         // FR-SAFE-005: the click on Shop was confirmed by its hover before its release opened the dialogue
         let mut f = Freshness::default();
+        f.reflex_reported(true, ms(0));
         assert!(f.ready_for_frame(ms(0)));
         f.submitted(ActionId(1), ms(100));
         assert!(!f.ready_for_frame(ms(200)), "the click is still being sent");
@@ -142,15 +161,35 @@ mod tests {
         f.ended(ActionId(1), ms(400));
         assert!(matches!(f.judge(ms(300)), Judgement::Stale(w) if w.contains("before the game had drawn")));
         assert_eq!(f.judge(ms(600)), Judgement::Current);
-        f.scene_changed(ms(800));
+        f.reflex_reported(true, ms(800));
         assert!(matches!(f.judge(ms(700)), Judgement::Stale(w) if w.contains("100 ms after")));
         assert_eq!(f.judge(ms(850)), Judgement::Current);
     }
 
     #[test]
+    fn the_first_frame_is_captured_after_the_reflex_first_reported() {
+        // FR-SAFE-005: the reflex's first report is a scene change by construction (no frame before it);
+        // a frame captured before it would be judged stale and the first choice made twice
+        let mut f = Freshness::default();
+        assert!(!f.ready_for_frame(ms(10)), "the reflex has not seen a frame yet");
+        f.reflex_reported(true, ms(360));
+        assert!(f.ready_for_frame(ms(361)));
+        assert_eq!(
+            f.judge(ms(362)),
+            Judgement::Current,
+            "captured after that first frame"
+        );
+        // A reflex that never reports does not stop the agent.
+        let mut silent = Freshness::default();
+        assert!(!silent.ready_for_frame(ms(100)));
+        assert!(!silent.ready_for_frame(ms(2_000)));
+        assert!(silent.ready_for_frame(ms(2_100)));
+    }
+
+    #[test]
     fn a_screen_that_never_settles_does_not_stop_the_agent() {
         let mut f = Freshness::default();
-        f.scene_changed(ms(1000));
+        f.reflex_reported(true, ms(1000));
         for _ in 0..MAX_STALE_IN_A_ROW {
             assert!(matches!(f.judge(ms(900)), Judgement::Stale(_)));
         }

@@ -71,6 +71,22 @@ fn probed(obs: &Observation) -> Vec<SeenElement> {
     v
 }
 
+/// A probe's holds as one history line, its action and its outcome: "held w, s, a, d for 300 ms each",
+/// "done: all confirmed" (or each key's verdict when they differ). Short: the line is in every prompt
+/// that follows, and the first of them waits on the tokens it costs.
+pub fn probe_told(holds: &[(String, gamepilot_grounding::Verdict)], probe_ms: u64) -> (String, String) {
+    let keys: Vec<&str> = holds.iter().map(|(k, _)| k.as_str()).collect();
+    let action = format!("held {} for {probe_ms} ms each", keys.join(", "));
+    let outcome = match holds.first() {
+        Some((_, first)) if holds.iter().all(|(_, v)| v == first) => format!("done: all {}", first.as_str()),
+        _ => {
+            let each: Vec<String> = holds.iter().map(|(k, v)| format!("{k} {}", v.as_str())).collect();
+            format!("done: {}", each.join(", "))
+        }
+    };
+    (action, outcome)
+}
+
 /// Attempts before self-identification gives up for the session.
 pub const MAX_ATTEMPTS: u32 = 3;
 
@@ -447,6 +463,27 @@ mod tests {
             model_order(&o, &Focus::new("collect a coin", ""), Some(&avatar)),
             [ElementId(16), ElementId(17), ElementId(15), ElementId(30)],
             "the places, nearest first; then the Coins panel, which shares a stem with the goal"
+        );
+    }
+
+    #[test]
+    fn a_probe_is_told_in_one_short_line() {
+        use gamepilot_grounding::Verdict;
+        let all: Vec<(String, Verdict)> = ["w", "s", "a", "d"]
+            .map(|k| (k.to_string(), Verdict::Confirmed))
+            .to_vec();
+        assert_eq!(
+            probe_told(&all, 300),
+            (
+                "held w, s, a, d for 300 ms each".into(),
+                "done: all confirmed".into()
+            )
+        );
+        let mut mixed = all.clone();
+        mixed[1].1 = Verdict::Refuted;
+        assert_eq!(
+            probe_told(&mixed, 300).1,
+            "done: w confirmed, s refuted, a confirmed, d confirmed"
         );
     }
 

@@ -535,11 +535,13 @@ impl Session {
                 let goal = self.cfg.goal.clone();
                 self.feed(Event::Start { goal }, now, &mut out);
                 if self.cfg.behaviours.act_while_planning {
-                    // Blocks 1-4 are what every tactical prompt of the session begins with.
+                    // Blocks 1 and 2 are what every tactical prompt of the session begins with; the
+                    // later ones change before the first call that needs them (self-identification's
+                    // note changed block 3 before the play field's first call: 106 tokens thrown away).
                     let (prompt, _) = self
                         .context
                         .assemble_tactical(&ObservationText::new(now, self.seen.observation.clone()), None);
-                    out.push(Effect::WarmUp(prompt));
+                    out.push(Effect::WarmUp(prompt.invariant()));
                 }
             }
             Input::Reflex(r) => self.on_reflex(r, now, &mut out),

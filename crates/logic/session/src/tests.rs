@@ -115,6 +115,14 @@ fn ended(s: &mut Session, action: ActionId, at: MonoTime) -> Vec<Effect> {
     )
 }
 
+/// A new session whose reflex has reported its first frame (a tactical tick waits for it, FR-SAFE-005).
+pub(crate) fn reported(mut s: Session) -> Session {
+    let mut first = reflex(1);
+    first.goal_met = None;
+    s.step(Input::Reflex(first), MonoTime::ZERO);
+    s
+}
+
 fn reflex(tick: u64) -> ReflexReport {
     ReflexReport {
         tick,
@@ -223,7 +231,7 @@ fn click_mark(id: u32) -> Result<ModelReply, TacticalFailure> {
 
 /// A session with its plan adopted and the first subgoal active; returns the effects of the adoption.
 fn planned() -> (Session, Vec<Effect>) {
-    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    let mut s = reported(Session::new(config(), MonoTime::ZERO).unwrap());
     let start = s.step(Input::Start, ms(0));
     assert!(start
         .iter()
@@ -245,7 +253,7 @@ fn planned() -> (Session, Vec<Effect>) {
 
 /// A session for `cfg` that started and adopted `plan` (pass 1) at 10 ms, with the adoption's effects.
 fn started_with(cfg: SessionConfig, plan: PlanSpec) -> (Session, Vec<Effect>) {
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let mut s = reported(Session::new(cfg, MonoTime::ZERO).unwrap());
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
@@ -1308,7 +1316,7 @@ fn a_model_host_that_stays_unreachable_stops_the_session_with_a_named_reason() {
 #[test]
 fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired() {
     // Identical subgoals, then a postcondition that is already true.
-    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    let mut s = reported(Session::new(config(), MonoTime::ZERO).unwrap());
     s.step(Input::Start, ms(0));
     let twice = PlanSpec {
         subgoals: vec![
@@ -1382,7 +1390,7 @@ fn a_degenerate_plan_is_refused_asked_again_once_with_the_reason_then_repaired()
 fn a_plan_asked_again_with_nothing_sound_left_falls_back_to_the_goal_itself() {
     // With nothing sound left and no subgoal active, the goal itself becomes the one subgoal,
     // ending at the first offered postcondition not yet true, so the tactical cadence keeps acting.
-    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    let mut s = reported(Session::new(config(), MonoTime::ZERO).unwrap());
     s.step(Input::Start, ms(0));
     let mut tick = reflex(1);
     tick.sensors = vec![("playing".into(), Some(1.0))];
@@ -1436,7 +1444,7 @@ fn with_one_postcondition_offered_a_repeating_plan_is_repaired_at_once() {
         postconditions: vec!["coins >= 1".into()],
         ..config()
     };
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let mut s = reported(Session::new(cfg, MonoTime::ZERO).unwrap());
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
@@ -1677,7 +1685,7 @@ fn research_jobs(effects: &[Effect]) -> Vec<&crate::ResearchJob> {
 fn the_research_rung_asks_the_planners_question_and_the_second_goes_deep() {
     // FR-LOOP-006 (research rung), FR-SKILL-003 (the first: search and fetch), FR-SKILL-004 (the second:
     // deep research)
-    let mut s = Session::new(config(), MonoTime::ZERO).unwrap();
+    let mut s = reported(Session::new(config(), MonoTime::ZERO).unwrap());
     s.step(Input::Start, ms(0));
     let fx = s.step(
         Input::Plan(PlanOutcome {
@@ -2268,7 +2276,7 @@ fn while_the_first_plan_is_made_the_goal_is_acted_on_and_the_plan_is_made_from_t
         act_while_planning: true,
         ..config().behaviours
     });
-    let mut s = Session::new(cfg, MonoTime::ZERO).unwrap();
+    let mut s = reported(Session::new(cfg, MonoTime::ZERO).unwrap());
     let fx = s.step(Input::Start, ms(0));
     assert!(
         deliberations(&fx).is_empty(),
@@ -2376,6 +2384,76 @@ fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
     assert!(
         matches!(&sent[..], [(_, Action::HoldKey { key, .. }, _)] if key == "w"),
         "the probe's first hold instead: {sent:?}"
+    );
+}
+
+#[test]
+fn a_probe_holds_frame_is_read_without_text_and_the_screen_as_last_read_stays() {
+    // A probe hold's tick only measures how the boxes moved: its text is not read (full-frame OCR was most
+    // of each hold's 1.3 s), and its text-free observation is no new screen for the planner or the model.
+    let cfg = SessionConfig {
+        steering: crate::selfid::SteeringConfig::from_keys(&["w".into(), "s".into(), "a".into(), "d".into()]),
+        ..config()
+    };
+    let (mut s, fx) = started_with(cfg, two_step_plan());
+    let first = tactical_jobs(&fx)[0].clone();
+    assert!(first.read_text, "the play field's first tick reads its text");
+    let sprite = |id: u32, x: i32, y: i32| Element {
+        id: ElementId(id),
+        bbox: Rect::new(x, y, 24, 24),
+        confidence: 0.3,
+        source: ElementSource::Component,
+        label: None,
+        looks: Some("yellow round".into()),
+        layer: None,
+        selected: false,
+    };
+    let field = |shift: i32| Observation {
+        elements: vec![
+            sprite(1, 628, 348),
+            sprite(2, 100 + shift, 400),
+            sprite(3, 580 + shift, 520),
+            sprite(4, 190 + shift, 540),
+        ],
+        ..play_view()
+    };
+    let fx = s.answer(outcome(first.tick, field(0), not_asked()), ms(100));
+    let hold = |fx: &[Effect]| match &submits(fx)[..] {
+        [(id, Action::HoldKey { key, .. }, _)] => (*id, key.clone()),
+        other => panic!("one probe hold: {other:?}"),
+    };
+    let (w, key) = hold(&fx);
+    assert_eq!(key, "w");
+    let mut t = 100;
+    let probe_tick = evidence_then_job(&mut s, &mut t, w, Some(true));
+    assert!(
+        probe_tick.perceive_only && !probe_tick.read_text,
+        "{probe_tick:?}"
+    );
+    let mut unread = field(-12);
+    unread.texts.clear();
+    let perception = Perception {
+        tick: probe_tick.tick,
+        started: ms(t),
+        observation: unread,
+        moves: vec![
+            Some((0.0, 0.0)),
+            Some((-12.0, 0.0)),
+            Some((-12.0, 0.0)),
+            Some((-12.0, 0.0)),
+        ],
+    };
+    let fx = s.step(Input::Perceived(Box::new(perception)), ms(t));
+    assert_eq!(hold(&fx).1, "s", "the probe goes on");
+    assert!(
+        !records(&fx).iter().any(|r| matches!(
+            r,
+            SessionRecord::LoopStep {
+                event: gamepilot_planner::Event::Observation { .. },
+                ..
+            }
+        )),
+        "the planner hears of no new screen: {fx:?}"
     );
 }
 

@@ -31,7 +31,14 @@ fn first_pass(s: &mut Session) -> DeliberationJob {
 
 /// Start a declaring session and perceive `screen` first; the start pass's job.
 fn first_pass_on(s: &mut Session, screen: Observation) -> DeliberationJob {
-    let fx = s.step(Input::Start, ms(0));
+    let mut fx = s.step(Input::Start, ms(0));
+    assert!(
+        tactical_jobs(&fx).is_empty(),
+        "a tick waits for the reflex's first frame"
+    );
+    let mut first = reflex(1);
+    first.change = FrameChange::Scene;
+    fx.extend(s.step(Input::Reflex(first), ms(0)));
     let job = tactical_jobs(&fx)
         .first()
         .map(|j| (*j).clone())

@@ -29,11 +29,11 @@ impl Session {
         }
         self.actions
             .frame_seen(r.health.unreadable(), r.change == FrameChange::Scene);
+        self.seen
+            .freshness
+            .reflex_reported(r.change == FrameChange::Scene, now);
         // A new screen with no action of ours pending: the clock to the first action starts (a screen an
         // action of ours is changing is that action's effect, not a new decision).
-        if r.change == FrameChange::Scene {
-            self.seen.freshness.scene_changed(now);
-        }
         if r.change == FrameChange::Scene {
             self.tactical.screen_appeared(now, !self.actions.is_idle());
         }

@@ -122,13 +122,11 @@ impl Session {
                             }
                         }
                         // A probe's holds are told in one line when the probe ends (see `probe_told`).
-                        match a.label.strip_prefix(PROBE_LABEL) {
-                            Some(hold) => {
-                                self.avatar
-                                    .probe_holds
-                                    .push(format!("{}: {}", hold.trim(), verdict.as_str()))
+                        match (&a.intention.action, a.label.starts_with(PROBE_LABEL)) {
+                            (Action::HoldKey { key, .. }, true) => {
+                                self.avatar.probe_holds.push((key.clone(), verdict))
                             }
-                            None => self
+                            _ => self
                                 .context
                                 .record(HistoryEntry::new(now, a.label, verdict.as_str())),
                         }

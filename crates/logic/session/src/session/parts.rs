@@ -335,8 +335,9 @@ pub(super) struct Avatar {
     /// The probe hold in progress: the next perceive-only tick waits for its end (its verdict can
     /// come while the key is still held).
     pub(super) probe_running: Option<ActionId>,
-    /// The current probe's holds and their verdicts, told to the model in one history line at its end.
-    pub(super) probe_holds: Vec<String>,
+    /// The current probe's held keys and their verdicts, told to the model in one history line at its
+    /// end ([`crate::selfid::probe_told`]).
+    pub(super) probe_holds: Vec<(String, gamepilot_grounding::Verdict)>,
 }
 
 impl Avatar {

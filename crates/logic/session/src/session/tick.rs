@@ -69,14 +69,15 @@ impl Session {
         if self.cfg.behaviours.explore_unsure && tools.contains(&Tool::ClickMark) {
             tools.push(Tool::Unsure);
         }
-        let perceive_only = self.avatar.selfid.probing()
-            || self.tactical.retry.is_some()
+        let probing = self.avatar.selfid.probing();
+        let perceive_for_session = self.tactical.retry.is_some()
             || self.explore.siblings.wanted()
             || self.explore.survey.wanted()
             || self.tactical.recheck.is_some()
             || self.ladder.safe.returning()
             || self.goal.look_wanted.is_some()
             || self.state.active_subgoal().is_none();
+        let perceive_only = probing || perceive_for_session;
         // A subgoal that names an element is clicked without a model call when exactly one
         // element carries that label — once per subgoal and name, so a click that did not finish the
         // subgoal leaves the next choice to the model.
@@ -129,6 +130,8 @@ impl Session {
             generation: self.seen.generation,
             health: self.seen.health,
             perceive_only,
+            // Only a probe hold's frame goes unread: anything else perceived is acted on or judged.
+            read_text: !probing || perceive_for_session,
             keep_frame: self.avatar.selfid.enabled() && self.avatar.selfid.avatar().is_none(),
             focus: crate::relevance::Focus::new(
                 self.cfg.goal.clone(),
@@ -482,9 +485,44 @@ impl Session {
         self.on_tactical(outcome, now, out)
     }
 
+    /// A tick's observation, its text read, becomes the screen the session knows: its scene and print,
+    /// the observation the model reads next, the context's tick; a second look waiting for a fresh frame
+    /// is released (the step it finds unfinished is returned) and the planner hears of it.
+    fn screen_read(
+        &mut self,
+        t: &mut TacticalOutcome,
+        signature: u64,
+        now: MonoTime,
+        out: &mut Vec<Effect>,
+    ) -> (SceneKind, Option<crate::direct::DirectAim>) {
+        // Only a session whose agent declares its checks names marks of a past frame.
+        if self.goal.declarations.is_some() {
+            self.seen.elements = t.observation.elements.clone();
+        }
+        let scene = scene_kind(&t.observation);
+        self.seen.scene = Some(scene);
+        self.seen.print = ScreenPrint::of(&t.observation, scene);
+        let text = bound_text(&t.observation_text, self.cfg.limits.observation_max_bytes);
+        self.seen.observation = text.clone();
+        if let Some(tail) = t.tail.take() {
+            self.context.commit_tactical(tail);
+        }
+        self.context.end_tick(ObservationText::new(t.started, text));
+        let unfinished = self.release_goal_look(t.started, &t.observation, out, now);
+        self.feed(
+            Event::Observation {
+                scene: scene.as_str().into(),
+                signature,
+            },
+            now,
+            out,
+        );
+        (scene, unfinished)
+    }
+
     pub(super) fn on_tactical(&mut self, mut t: TacticalOutcome, now: MonoTime, out: &mut Vec<Effect>) {
-        let (generation, direct) = match self.tactical.in_flight.take() {
-            Some(f) if f.tick == t.tick => (f.generation, f.direct),
+        let (generation, direct, read_text) = match self.tactical.in_flight.take() {
+            Some(f) if f.tick == t.tick => (f.generation, f.direct, f.job.read_text),
             other => {
                 self.tactical.in_flight = other;
                 out.push(Effect::Record(SessionRecord::Note {
@@ -497,35 +535,23 @@ impl Session {
             }
         };
         self.seen.at = Some(t.started);
-        // Only a session whose agent declares its checks names marks of a past frame.
-        if self.goal.declarations.is_some() {
-            self.seen.elements = t.observation.elements.clone();
-        }
-        let scene = scene_kind(&t.observation);
-        self.seen.scene = Some(scene);
-        self.seen.print = ScreenPrint::of(&t.observation, scene);
-        let text = bound_text(&t.observation_text, self.cfg.limits.observation_max_bytes);
-        self.seen.observation = text.clone();
         if t.observation.frame_size.area() > 0 {
             self.seen.frame_size = Some(t.observation.frame_size);
         }
-        if let Some(tail) = t.tail.take() {
-            self.context.commit_tactical(tail);
-        }
-        self.context.end_tick(ObservationText::new(t.started, text));
-        let unfinished = self.release_goal_look(t.started, &t.observation, out, now);
         let signature = observation_signature(&t.observation);
         // The suppression list is what this observation's tick says; an absent Exclude means none
         // (FR-GND-007: suppression expires after its bound).
         self.tactical.excluded.clear();
-        self.feed(
-            Event::Observation {
-                scene: scene.as_str().into(),
-                signature,
-            },
-            now,
-            out,
-        );
+        // A probe hold's frame, read without its text, is self-identification's evidence only: the screen
+        // the session, the model and the planner know stays the one last read.
+        let (scene, unfinished) = if read_text {
+            self.screen_read(&mut t, signature, now, out)
+        } else {
+            (
+                self.seen.scene.unwrap_or_else(|| scene_kind(&t.observation)),
+                None,
+            )
+        };
         // Self-identification: on the first play field, and after each probe hold.
         let perceived_only = matches!(&t.reply, Err(f) if f.kind == FailureKind::NotAsked);
         match self
@@ -569,11 +595,14 @@ impl Session {
                     ),
                 };
                 if !self.avatar.probe_holds.is_empty() {
-                    let holds = std::mem::take(&mut self.avatar.probe_holds).join(", ");
+                    let holds = std::mem::take(&mut self.avatar.probe_holds);
+                    let probe_ms = self.avatar.selfid.config().map_or(0, |c| c.probe_ms);
+                    let (action, outcome) = crate::selfid::probe_told(&holds, probe_ms);
                     self.context
-                        .record(HistoryEntry::new(now, format!("{PROBE_LABEL} {holds}"), "done"));
+                        .record(HistoryEntry::new(now, format!("{PROBE_LABEL} {action}"), outcome));
                 }
-                if let Err(e) = self.context.note(&text, now) {
+                // The probe's line is the act that found it: the note is not told a second time.
+                if let Err(e) = self.context.note_found(&text, now) {
                     out.push(Effect::Record(SessionRecord::Note {
                         text: format!("avatar note refused: {e}"),
                     }));
