@@ -535,13 +535,19 @@ impl Session {
                 let goal = self.cfg.goal.clone();
                 self.feed(Event::Start { goal }, now, &mut out);
                 if self.cfg.behaviours.act_while_planning {
-                    // Blocks 1 and 2 are what every tactical prompt of the session begins with; the
-                    // later ones change before the first call that needs them (self-identification's
-                    // note changed block 3 before the play field's first call: 106 tokens thrown away).
+                    // Blocks 1-6 as they stand are what the first tactical call begins with, unless
+                    // self-identification notes the avatar first: its note changes block 3 before the
+                    // play field's first call (106 of the demo's 764 warmed tokens were thrown away), so
+                    // then only the invariant blocks 1 and 2 are warmed.
                     let (prompt, _) = self
                         .context
                         .assemble_tactical(&ObservationText::new(now, self.seen.observation.clone()), None);
-                    out.push(Effect::WarmUp(prompt.invariant()));
+                    let prompt = if self.avatar.selfid.enabled() {
+                        prompt.invariant()
+                    } else {
+                        prompt
+                    };
+                    out.push(Effect::WarmUp(prompt));
                 }
             }
             Input::Reflex(r) => self.on_reflex(r, now, &mut out),

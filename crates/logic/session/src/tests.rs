@@ -2457,6 +2457,45 @@ fn a_probe_holds_frame_is_read_without_text_and_the_screen_as_last_read_stays() 
     );
 }
 
+#[test]
+fn the_tactical_host_is_warmed_with_what_the_first_call_will_begin_with() {
+    // FR-CTX-002: blocks 1-6 as they stand; only the invariant blocks 1-2 when self-identification's note
+    // will change block 3 before the first call on a play field
+    let warmed = |steering: Option<crate::selfid::SteeringConfig>| {
+        let cfg = SessionConfig {
+            steering,
+            behaviours: Behaviours {
+                act_while_planning: true,
+                ..config().behaviours
+            },
+            ..config()
+        };
+        let mut s = reported(Session::new(cfg, MonoTime::ZERO).unwrap());
+        let fx = s.step(Input::Start, ms(0));
+        fx.iter()
+            .find_map(|e| match e {
+                Effect::WarmUp(p) => Some(p.block_order()),
+                _ => None,
+            })
+            .expect("the tactical host is warmed while the first plan is made")
+    };
+    use gamepilot_context::Block;
+    let plain = warmed(None);
+    assert!(
+        plain.contains(&Block::Notes) && plain.contains(&Block::Plan),
+        "{plain:?}"
+    );
+    assert_eq!(
+        warmed(crate::selfid::SteeringConfig::from_keys(&[
+            "w".into(),
+            "s".into(),
+            "a".into(),
+            "d".into()
+        ])),
+        vec![Block::System, Block::Goal]
+    );
+}
+
 #[path = "tests_declare.rs"]
 mod declare;
 
