@@ -2337,17 +2337,17 @@ fn while_the_first_plan_is_made_the_goal_is_acted_on_and_the_plan_is_made_from_t
     assert_eq!(s.loop_state().active_subgoal(), Some(SubgoalId(1)));
 }
 
-#[test]
-fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
-    // A model call whose answer the probe would set aside is not made (the new screen's first action is
-    // the probe's first hold).
-    let cfg = SessionConfig {
+/// The tests' configuration with self-identification on (w, s, a, d).
+fn steering_config() -> SessionConfig {
+    SessionConfig {
         steering: crate::selfid::SteeringConfig::from_keys(&["w".into(), "s".into(), "a".into(), "d".into()]),
         ..config()
-    };
-    let (mut s, fx) = started_with(cfg, two_step_plan());
-    let job = tactical_jobs(&fx)[0].clone();
-    let sprite = |id: u32, x: i32, y: i32, looks: &str| Element {
+    }
+}
+
+/// A small unlabelled element of a play field.
+fn sprite(id: u32, x: i32, y: i32, looks: &str) -> Element {
+    Element {
         id: ElementId(id),
         bbox: Rect::new(x, y, 24, 24),
         confidence: 0.3,
@@ -2356,7 +2356,16 @@ fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
         looks: Some(looks.into()),
         layer: None,
         selected: false,
-    };
+    }
+}
+
+#[test]
+fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
+    // A model call whose answer the probe would set aside is not made (the new screen's first action is
+    // the probe's first hold).
+    let cfg = steering_config();
+    let (mut s, fx) = started_with(cfg, two_step_plan());
+    let job = tactical_jobs(&fx)[0].clone();
     let field = Observation {
         at: MonoTime::ZERO,
         frame_size: Size::new(1280, 720),
@@ -2391,29 +2400,16 @@ fn a_play_field_that_starts_the_probe_is_not_shown_to_the_model() {
 fn a_probe_holds_frame_is_read_without_text_and_the_screen_as_last_read_stays() {
     // A probe hold's tick only measures how the boxes moved: its text is not read (full-frame OCR was most
     // of each hold's 1.3 s), and its text-free observation is no new screen for the planner or the model.
-    let cfg = SessionConfig {
-        steering: crate::selfid::SteeringConfig::from_keys(&["w".into(), "s".into(), "a".into(), "d".into()]),
-        ..config()
-    };
+    let cfg = steering_config();
     let (mut s, fx) = started_with(cfg, two_step_plan());
     let first = tactical_jobs(&fx)[0].clone();
     assert!(first.read_text, "the play field's first tick reads its text");
-    let sprite = |id: u32, x: i32, y: i32| Element {
-        id: ElementId(id),
-        bbox: Rect::new(x, y, 24, 24),
-        confidence: 0.3,
-        source: ElementSource::Component,
-        label: None,
-        looks: Some("yellow round".into()),
-        layer: None,
-        selected: false,
-    };
     let field = |shift: i32| Observation {
         elements: vec![
-            sprite(1, 628, 348),
-            sprite(2, 100 + shift, 400),
-            sprite(3, 580 + shift, 520),
-            sprite(4, 190 + shift, 540),
+            sprite(1, 628, 348, "white square"),
+            sprite(2, 100 + shift, 400, "yellow round"),
+            sprite(3, 580 + shift, 520, "yellow round"),
+            sprite(4, 190 + shift, 540, "red square"),
         ],
         ..play_view()
     };
