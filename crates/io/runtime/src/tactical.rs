@@ -297,9 +297,12 @@ impl<W: GameWindow> Tactical<W> {
         // boxes of the same elements; the probe runs on its own thread and this tick waits for it at most
         // its bound (never the reflex).
         let tree = self.window.accessibility(Size::new(frame.width, frame.height));
-        let mut observation = self
-            .perceiver
-            .observe_with_accessibility(&view, started, class, &texts, &tree);
+        let mut observation = if job.read_text {
+            self.perceiver
+                .observe_with_accessibility(&view, started, class, &texts, &tree)
+        } else {
+            self.perceiver.observe_unread(&view, started, class, &tree)
+        };
         observation.place_layers(&self.window.layers());
         let marked = self
             .marks

@@ -19,7 +19,8 @@ pub const INPUT_END_BOUND: Duration = Duration::from_secs(20);
 /// (a screen that never stops changing must not stop the agent).
 pub const MAX_STALE_IN_A_ROW: u32 = 3;
 /// A tick waits for the reflex's first frame at most this long (a reflex that never reports must not
-/// stop the agent; the session hears of a dead reflex thread on its own).
+/// stop the agent; the session hears of a dead reflex thread on its own). Checked when the session steps
+/// an input: the wiring's other inputs (the first plan, a host's warm-up) wake it meanwhile.
 pub const FIRST_FRAME_BOUND: Duration = Duration::from_secs(2);
 
 /// Our inputs in flight and the latest moments the screen could have changed under a choice.

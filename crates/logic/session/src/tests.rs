@@ -2432,15 +2432,11 @@ fn a_probe_holds_frame_is_read_without_text_and_the_screen_as_last_read_stays() 
         tick: probe_tick.tick,
         started: ms(t),
         observation: unread,
-        moves: vec![
-            Some((0.0, 0.0)),
-            Some((-12.0, 0.0)),
-            Some((-12.0, 0.0)),
-            Some((-12.0, 0.0)),
-        ],
+        moves: world_moved(0.0, 12.0),
     };
     let fx = s.step(Input::Perceived(Box::new(perception)), ms(t));
-    assert_eq!(hold(&fx).1, "s", "the probe goes on");
+    let (mut held, key) = hold(&fx);
+    assert_eq!(key, "s", "the probe goes on");
     assert!(
         !records(&fx).iter().any(|r| matches!(
             r,
@@ -2451,6 +2447,59 @@ fn a_probe_holds_frame_is_read_without_text_and_the_screen_as_last_read_stays() 
         )),
         "the planner hears of no new screen: {fx:?}"
     );
+    // The other three holds, each frame read without text: the world moved against each key.
+    let mut after = None;
+    for (next, (dx, dy)) in [
+        (Some("a"), (0.0, -12.0)),
+        (Some("d"), (12.0, 0.0)),
+        (None, (-12.0, 0.0)),
+    ] {
+        let tick = evidence_then_job(&mut s, &mut t, held, Some(true));
+        assert!(tick.perceive_only && !tick.read_text, "{tick:?}");
+        let mut unread = field(0);
+        unread.texts.clear();
+        let perception = Perception {
+            tick: tick.tick,
+            started: ms(t),
+            observation: unread,
+            moves: world_moved(dx, dy),
+        };
+        let fx = s.step(Input::Perceived(Box::new(perception)), ms(t));
+        match next {
+            Some(k) => {
+                let (id, key) = hold(&fx);
+                assert_eq!(key, k);
+                held = id;
+            }
+            None => {
+                assert!(
+                    submits(&fx).is_empty(),
+                    "nothing acted on from a frame not read: {fx:?}"
+                );
+                after = tactical_jobs(&fx).first().map(|j| (*j).clone());
+            }
+        }
+    }
+    assert!(
+        s.context()
+            .notes()
+            .notes()
+            .iter()
+            .any(|n| n.starts_with("I am the white square")),
+        "identified on frames read without text: {:?}",
+        s.context().notes().notes()
+    );
+    let after = after.unwrap_or_else(|| next_job(&mut s, &mut t));
+    assert!(
+        after.read_text && !after.perceive_only,
+        "the play field read in full next: {after:?}"
+    );
+}
+
+/// How the four sprites of a probe test's play field moved: the avatar (first) stayed, the world moved by
+/// (dx, dy).
+fn world_moved(dx: f64, dy: f64) -> Vec<Option<(f64, f64)>> {
+    vec![Some((0.0, 0.0)), Some((dx, dy)), Some((dx, dy)), Some((dx, dy))]
 }
 
 #[test]

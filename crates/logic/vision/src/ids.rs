@@ -125,6 +125,29 @@ impl IdTracker {
     }
 }
 
+impl IdTracker {
+    /// [`IdTracker::assign`] for a frame whose text was not read: the labelled elements remembered from
+    /// the last frame read, that nothing here matched, stay remembered (unless the scene changed), so
+    /// they keep their ids when the next frame is read.
+    pub fn assign_unread(
+        &mut self,
+        view: &FrameView<'_>,
+        cands: Vec<Candidate>,
+        scene_change: bool,
+    ) -> Vec<Element> {
+        let labelled: Vec<Tracked> = self.prev.iter().filter(|t| t.label.is_some()).cloned().collect();
+        let out = self.assign(view, cands, scene_change);
+        if !scene_change {
+            let kept: Vec<Tracked> = labelled
+                .into_iter()
+                .filter(|t| !self.prev.iter().any(|p| p.id == t.id))
+                .collect();
+            self.prev.extend(kept);
+        }
+        out
+    }
+}
+
 /// A score in 0..2 when `c` plausibly is the same element as `p`, else `None`.
 fn match_score(c: &Candidate, colour: [u8; 3], p: &Tracked) -> Option<f32> {
     if let (Some(a), Some(b)) = (&c.label, &p.label) {
@@ -162,6 +185,29 @@ mod tests {
             source: ElementSource::Rect,
             label: label.map(String::from),
         }
+    }
+
+    #[test]
+    fn text_keeps_its_ids_across_a_frame_whose_text_was_not_read() {
+        // FR-PERC-006: a probe's frame read without text does not renumber the text of the next frame read
+        let buf = vec![128u8; 400 * 300 * 4];
+        let v = FrameView::new(400, 300, 1600, PixelFormat::Rgba, &buf).unwrap();
+        let mut t = IdTracker::new();
+        let read = || vec![cand(10, 10, Some("Coins 0")), cand(200, 200, None)];
+        let first = t.assign(&v, read(), true);
+        let unread = t.assign_unread(&v, vec![cand(205, 200, None)], false);
+        assert_eq!(unread.len(), 1);
+        assert_eq!(unread[0].id, first[1].id, "the sprite tracked");
+        let again = t.assign(&v, read(), false);
+        assert_eq!(
+            again.iter().map(|e| e.id).collect::<Vec<_>>(),
+            first.iter().map(|e| e.id).collect::<Vec<_>>(),
+            "the text read again keeps its id"
+        );
+        // A scene change renumbers, read or not.
+        t.assign_unread(&v, vec![cand(300, 100, None)], true);
+        let fresh = t.assign(&v, read(), false);
+        assert!(fresh.iter().all(|e| e.id.0 >= 2), "{fresh:?}");
     }
 
     #[test]

@@ -272,6 +272,32 @@ impl Perceiver {
         texts: &[TextLine],
         accessibility: &[Candidate],
     ) -> Observation {
+        self.observe_frame(view, now, class, Some(texts), accessibility)
+    }
+
+    /// [`Perceiver::observe_with_accessibility`] of a frame whose text was not read (a self-identification
+    /// probe's frame, measured for how its boxes moved): no text elements, and the text elements of the
+    /// last frame read are remembered, so they keep their ids when the next frame is read (FR-PERC-006).
+    pub fn observe_unread(
+        &mut self,
+        view: &FrameView<'_>,
+        now: MonoTime,
+        class: FrameChange,
+        accessibility: &[Candidate],
+    ) -> Observation {
+        self.observe_frame(view, now, class, None, accessibility)
+    }
+
+    /// The observation of a frame; `texts` is `None` when its text was not read.
+    fn observe_frame(
+        &mut self,
+        view: &FrameView<'_>,
+        now: MonoTime,
+        class: FrameChange,
+        read: Option<&[TextLine]>,
+        accessibility: &[Candidate],
+    ) -> Observation {
+        let texts = read.unwrap_or_default();
         let at = now.max(self.last_at);
         self.last_at = at;
         let size = view.size();
@@ -282,7 +308,10 @@ impl Perceiver {
             accessibility,
             view.bounds(),
         );
-        let mut elements = self.ids.assign(view, cands, scene);
+        let mut elements = match read {
+            Some(_) => self.ids.assign(view, cands, scene),
+            None => self.ids.assign_unread(view, cands, scene),
+        };
         for e in elements.iter_mut().filter(|e| e.label.is_none()) {
             e.looks = crate::looks::describe(view, e.bbox);
         }

@@ -495,6 +495,7 @@ impl Session {
         now: MonoTime,
         out: &mut Vec<Effect>,
     ) -> (SceneKind, Option<crate::direct::DirectAim>) {
+        self.seen.at = Some(t.started);
         // Only a session whose agent declares its checks names marks of a past frame.
         if self.goal.declarations.is_some() {
             self.seen.elements = t.observation.elements.clone();
@@ -509,6 +510,9 @@ impl Session {
         }
         self.context.end_tick(ObservationText::new(t.started, text));
         let unfinished = self.release_goal_look(t.started, &t.observation, out, now);
+        // The suppression list is what this observation's tick says; an absent Exclude means none
+        // (FR-GND-007: suppression expires after its bound).
+        self.tactical.excluded.clear();
         self.feed(
             Event::Observation {
                 scene: scene.as_str().into(),
@@ -534,16 +538,13 @@ impl Session {
                 return;
             }
         };
-        self.seen.at = Some(t.started);
         if t.observation.frame_size.area() > 0 {
             self.seen.frame_size = Some(t.observation.frame_size);
         }
         let signature = observation_signature(&t.observation);
-        // The suppression list is what this observation's tick says; an absent Exclude means none
-        // (FR-GND-007: suppression expires after its bound).
-        self.tactical.excluded.clear();
         // A probe hold's frame, read without its text, is self-identification's evidence only: the screen
-        // the session, the model and the planner know stays the one last read.
+        // the session, the model and the planner know stays the one last read, and nothing is acted on
+        // from it (below).
         let (scene, unfinished) = if read_text {
             self.screen_read(&mut t, signature, now, out)
         } else {
@@ -613,6 +614,12 @@ impl Session {
                 }));
             }
             crate::selfid::SelfIdStep::Nothing => {}
+        }
+        // A frame whose text was not read is never acted on: a dialogue check would read no text, a step
+        // back no screen. What an escalation asked for meanwhile (a retry, the step back, a survey) makes
+        // the next tick read its frame in full and do it there.
+        if !read_text {
+            return;
         }
         // On the way back to the safe screen, a reply to a call started before the rung is set aside: the
         // step back is decided on this observation.
