@@ -304,9 +304,12 @@ impl<W: GameWindow> Tactical<W> {
             self.perceiver.observe_unread(&view, started, class, &tree)
         };
         observation.place_layers(&self.window.layers());
+        // A frame whose text was not read is never shown to a model: no marks drawn on it (nor a marked copy
+        // encoded into the recording).
         let marked = self
             .marks
             .as_ref()
+            .filter(|_| job.read_text)
             .map(|m| m.render(&view, &observation.elements).0);
         // The frame (3.7 MB at 1280x720) is copied only while self-identification may still probe.
         let before = if job.keep_frame {
@@ -816,6 +819,16 @@ mod tests {
             panic!("a perception")
         };
         assert!(p2.observation.texts.is_empty(), "{:?}", p2.observation.texts);
+        assert!(
+            matches!(
+                &r.keep,
+                Kept::Frame {
+                    frame: Some(_),
+                    marked: None
+                }
+            ),
+            "the frame kept, no marks drawn on it"
+        );
         assert!(
             p2.observation
                 .elements

@@ -123,9 +123,7 @@ impl IdTracker {
         out.sort_by_key(|e| e.id);
         out
     }
-}
 
-impl IdTracker {
     /// [`IdTracker::assign`] for a frame whose text was not read: the labelled elements remembered from
     /// the last frame read, that nothing here matched, stay remembered (unless the scene changed), so
     /// they keep their ids when the next frame is read.
